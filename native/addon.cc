@@ -1,0 +1,55 @@
+// Module entry: the watcher class, rename2, and the inotify constants, all per environment so the
+// addon loads in worker threads too.
+#include <linux/fs.h>
+#include <napi.h>
+#include <sys/inotify.h>
+
+#include "inotify_watcher.h"
+#include "rename2.h"
+
+namespace {
+
+Napi::Object Constants(Napi::Env env) {
+  Napi::Object c = Napi::Object::New(env);
+#define CNI_CHAINER_CONSTANT(name) c.Set(#name, Napi::Number::New(env, name))
+  CNI_CHAINER_CONSTANT(IN_ACCESS);
+  CNI_CHAINER_CONSTANT(IN_MODIFY);
+  CNI_CHAINER_CONSTANT(IN_ATTRIB);
+  CNI_CHAINER_CONSTANT(IN_CLOSE_WRITE);
+  CNI_CHAINER_CONSTANT(IN_CLOSE_NOWRITE);
+  CNI_CHAINER_CONSTANT(IN_CLOSE);
+  CNI_CHAINER_CONSTANT(IN_OPEN);
+  CNI_CHAINER_CONSTANT(IN_MOVED_FROM);
+  CNI_CHAINER_CONSTANT(IN_MOVED_TO);
+  CNI_CHAINER_CONSTANT(IN_MOVE);
+  CNI_CHAINER_CONSTANT(IN_CREATE);
+  CNI_CHAINER_CONSTANT(IN_DELETE);
+  CNI_CHAINER_CONSTANT(IN_DELETE_SELF);
+  CNI_CHAINER_CONSTANT(IN_MOVE_SELF);
+  CNI_CHAINER_CONSTANT(IN_ALL_EVENTS);
+  CNI_CHAINER_CONSTANT(IN_UNMOUNT);
+  CNI_CHAINER_CONSTANT(IN_Q_OVERFLOW);
+  CNI_CHAINER_CONSTANT(IN_IGNORED);
+  CNI_CHAINER_CONSTANT(IN_ONLYDIR);
+  CNI_CHAINER_CONSTANT(IN_DONT_FOLLOW);
+  CNI_CHAINER_CONSTANT(IN_EXCL_UNLINK);
+  CNI_CHAINER_CONSTANT(IN_MASK_ADD);
+  CNI_CHAINER_CONSTANT(IN_ISDIR);
+  CNI_CHAINER_CONSTANT(IN_ONESHOT);
+  CNI_CHAINER_CONSTANT(RENAME_NOREPLACE);
+  CNI_CHAINER_CONSTANT(RENAME_EXCHANGE);
+#undef CNI_CHAINER_CONSTANT
+  c.Freeze();
+  return c;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("InotifyWatcher", InotifyWatcher::Define(env));
+  exports.Set("rename2", Napi::Function::New(env, Rename2, "rename2"));
+  exports.Set("constants", Constants(env));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(inotify, Init)

@@ -1,0 +1,247 @@
+#include "inotify_watcher.h"
+
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+
+// State that libuv owns until its close callback: it outlives Close() and may outlive the JS object.
+struct PollState {
+  uv_poll_t handle;
+  int fd = -1;
+  InotifyWatcher* owner = nullptr;  // null once the watcher is closed: no more delivery
+  napi_env env = nullptr;
+  napi_async_cleanup_hook_handle cleanup = nullptr;
+};
+
+namespace {
+
+// A wakeup reads at most this many buffers before yielding to the loop; the poll is level-triggered,
+// so anything left is read on the next iteration and timers or I/O of other handles are not starved.
+constexpr int kMaxReadsPerWakeup = 16;
+constexpr size_t kReadBufferSize = 64 * 1024;
+
+struct DecodedEvent {
+  int wd;
+  uint32_t mask;
+  uint32_t cookie;
+  std::string name;
+};
+
+void OnHandleClosed(uv_handle_t* handle) {
+  auto* state = static_cast<PollState*>(handle->data);
+  if (state->fd >= 0) close(state->fd);
+  // Tells Node (worker termination, process exit) that this watcher is fully torn down.
+  if (state->cleanup != nullptr) napi_remove_async_cleanup_hook(state->cleanup);
+  delete state;
+}
+
+void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
+  auto* state = static_cast<PollState*>(handle->data);
+  if (state->owner != nullptr) state->owner->Drain(status);
+}
+
+void OnEnvCleanup(napi_async_cleanup_hook_handle /*handle*/, void* arg) {
+  auto* state = static_cast<PollState*>(arg);
+  // Still open: close it now. Already closing: OnHandleClosed will remove this hook.
+  if (state->owner != nullptr) state->owner->Close();
+}
+
+std::string StringArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (info.Length() <= i || !info[i].IsString()) {
+    throw Napi::TypeError::New(info.Env(), std::string(what) + " must be a string");
+  }
+  return info[i].As<Napi::String>();
+}
+
+uint32_t MaskArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsNumber()) {
+    throw Napi::TypeError::New(info.Env(), "mask must be a number");
+  }
+  return info[i].As<Napi::Number>().Uint32Value();
+}
+
+}  // namespace
+
+Napi::Function InotifyWatcher::Define(Napi::Env env) {
+  return DefineClass(env, "InotifyWatcher",
+                     {
+                         InstanceMethod<&InotifyWatcher::AddWatch>("addWatch"),
+                         InstanceMethod<&InotifyWatcher::RemoveWatch>("removeWatch"),
+                         InstanceMethod<&InotifyWatcher::CloseMethod>("close"),
+                         InstanceMethod<&InotifyWatcher::RefMethod>("ref"),
+                         InstanceMethod<&InotifyWatcher::UnrefMethod>("unref"),
+                         InstanceAccessor<&InotifyWatcher::ClosedGetter>("closed"),
+                     });
+}
+
+InotifyWatcher::InotifyWatcher(const Napi::CallbackInfo& info)
+    : Napi::ObjectWrap<InotifyWatcher>(info), context_(info.Env(), "cni-chainer:inotify") {
+  Napi::Env env = info.Env();
+  const std::string path = StringArg(info, 0, "path");
+  const uint32_t mask = MaskArg(info, 1);
+  if (info.Length() < 3 || !info[2].IsFunction()) {
+    throw Napi::TypeError::New(env, "onEvents must be a function");
+  }
+
+  const int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) throw ErrnoError(env, errno, "inotify_init1", "");
+
+  const int wd = inotify_add_watch(fd, path.c_str(), mask);
+  if (wd < 0) {
+    const int err = errno;
+    close(fd);
+    throw ErrnoError(env, err, "inotify_add_watch", path);
+  }
+
+  uv_loop_t* loop = nullptr;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok) {
+    close(fd);
+    throw Napi::Error::New(env, "napi_get_uv_event_loop failed");
+  }
+
+  auto* state = new PollState();
+  state->fd = fd;
+  state->env = env;
+  state->handle.data = state;
+  int rc = uv_poll_init(loop, &state->handle, fd);
+  if (rc != 0) {
+    close(fd);
+    delete state;
+    throw ErrnoError(env, -rc, "uv_poll_init", path);
+  }
+  rc = uv_poll_start(&state->handle, UV_READABLE, OnPoll);
+  if (rc != 0) {
+    uv_close(reinterpret_cast<uv_handle_t*>(&state->handle), OnHandleClosed);
+    throw ErrnoError(env, -rc, "uv_poll_start", path);
+  }
+  if (napi_add_async_cleanup_hook(env, OnEnvCleanup, state, &state->cleanup) != napi_ok) {
+    state->cleanup = nullptr;
+  }
+
+  state->owner = this;
+  state_ = state;
+  onEvents_ = Napi::Persistent(info[2].As<Napi::Function>());
+  // While open, the watcher must not be garbage-collected under a live poll handle.
+  Ref();
+  info.This().As<Napi::Object>().Set("wd", Napi::Number::New(env, wd));
+}
+
+InotifyWatcher::~InotifyWatcher() {
+  // Normally Close() ran long before; this only covers a finalizer that runs first at teardown.
+  if (state_ != nullptr) {
+    state_->owner = nullptr;
+    uv_poll_stop(&state_->handle);
+    uv_close(reinterpret_cast<uv_handle_t*>(&state_->handle), OnHandleClosed);
+    state_ = nullptr;
+  }
+}
+
+void InotifyWatcher::Close() {
+  if (state_ == nullptr) return;
+  PollState* state = state_;
+  state_ = nullptr;
+  state->owner = nullptr;
+  uv_poll_stop(&state->handle);
+  uv_close(reinterpret_cast<uv_handle_t*>(&state->handle), OnHandleClosed);
+  onEvents_.Reset();
+  Unref();
+}
+
+void InotifyWatcher::Drain(int status) {
+  Napi::Env env = Env();
+  Napi::HandleScope scope(env);
+  std::vector<DecodedEvent> batch;
+  int readError = status < 0 ? -status : 0;
+
+  alignas(struct inotify_event) char buffer[kReadBufferSize];
+  for (int i = 0; readError == 0 && i < kMaxReadsPerWakeup; i++) {
+    const ssize_t n = read(state_->fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) readError = errno;
+      break;
+    }
+    for (const char* p = buffer; p < buffer + n;) {
+      const auto* ev = reinterpret_cast<const struct inotify_event*>(p);
+      // Names are NUL-padded to an alignment boundary; strnlen trims the padding.
+      batch.push_back({ev->wd, ev->mask, ev->cookie,
+                       ev->len > 0 ? std::string(ev->name, strnlen(ev->name, ev->len)) : std::string()});
+      p += sizeof(struct inotify_event) + ev->len;
+    }
+    if (static_cast<size_t>(n) < sizeof buffer - sizeof(struct inotify_event) - NAME_MAX - 1) break;
+  }
+  if (batch.empty() && readError == 0) return;
+
+  Napi::Array events = Napi::Array::New(env, batch.size());
+  for (size_t i = 0; i < batch.size(); i++) {
+    Napi::Object event = Napi::Object::New(env);
+    event.Set("wd", Napi::Number::New(env, batch[i].wd));
+    event.Set("mask", Napi::Number::New(env, batch[i].mask));
+    event.Set("cookie", Napi::Number::New(env, batch[i].cookie));
+    event.Set("name", Napi::String::New(env, batch[i].name));
+    events.Set(static_cast<uint32_t>(i), event);
+  }
+  Napi::Value error = readError != 0 ? ErrnoError(env, readError, "read", "").Value() : env.Undefined();
+  CallJs(events, error);
+}
+
+void InotifyWatcher::CallJs(Napi::Value events, Napi::Value error) {
+  // This runs from a libuv callback, so nothing may unwind into libuv: the raw call reports failure by
+  // status instead of a C++ exception.
+  napi_env env = Env();
+  napi_value argv[2] = {events, error};
+  napi_value result;
+  if (napi_make_callback(env, context_, Value(), onEvents_.Value(), 2, argv, &result) == napi_ok) return;
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+    // The callback threw: report it the way Node reports any other one ('uncaughtException').
+    napi_value exception;
+    if (napi_get_and_clear_last_exception(env, &exception) == napi_ok) napi_fatal_exception(env, exception);
+  }
+  // No exception: JavaScript can no longer run (process.exit() or a terminated worker). Nothing to do.
+}
+
+Napi::Value InotifyWatcher::AddWatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = StringArg(info, 0, "path");
+  const uint32_t mask = MaskArg(info, 1);
+  if (state_ == nullptr) throw Napi::Error::New(env, "watcher is closed");
+  const int wd = inotify_add_watch(state_->fd, path.c_str(), mask);
+  if (wd < 0) throw ErrnoError(env, errno, "inotify_add_watch", path);
+  return Napi::Number::New(env, wd);
+}
+
+Napi::Value InotifyWatcher::RemoveWatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "wd must be a number");
+  if (state_ == nullptr) throw Napi::Error::New(env, "watcher is closed");
+  if (inotify_rm_watch(state_->fd, info[0].As<Napi::Number>().Int32Value()) != 0) {
+    throw ErrnoError(env, errno, "inotify_rm_watch", "");
+  }
+  return env.Undefined();
+}
+
+Napi::Value InotifyWatcher::CloseMethod(const Napi::CallbackInfo& info) {
+  Close();
+  return info.Env().Undefined();
+}
+
+Napi::Value InotifyWatcher::RefMethod(const Napi::CallbackInfo& info) {
+  if (state_ != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(&state_->handle));
+  return info.Env().Undefined();
+}
+
+Napi::Value InotifyWatcher::UnrefMethod(const Napi::CallbackInfo& info) {
+  if (state_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(&state_->handle));
+  return info.Env().Undefined();
+}
+
+Napi::Value InotifyWatcher::ClosedGetter(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), state_ == nullptr);
+}

@@ -1,0 +1,73 @@
+// Typed access to the C++ addon (native/). Loaded once per process or worker thread.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface RawInotifyEvent {
+  wd: number;
+  mask: number;
+  cookie: number;
+  name: string;
+}
+
+export interface InotifyWatcherHandle {
+  /** The watch descriptor of the directory given to the constructor. */
+  readonly wd: number;
+  readonly closed: boolean;
+  addWatch(path: string, mask: number): number;
+  removeWatch(wd: number): void;
+  close(): void;
+  ref(): void;
+  unref(): void;
+}
+
+export interface InotifyConstants {
+  readonly [name: string]: number;
+  IN_MODIFY: number;
+  IN_ATTRIB: number;
+  IN_CLOSE_WRITE: number;
+  IN_CLOSE_NOWRITE: number;
+  IN_OPEN: number;
+  IN_MOVED_FROM: number;
+  IN_MOVED_TO: number;
+  IN_CREATE: number;
+  IN_DELETE: number;
+  IN_DELETE_SELF: number;
+  IN_MOVE_SELF: number;
+  IN_ALL_EVENTS: number;
+  IN_UNMOUNT: number;
+  IN_Q_OVERFLOW: number;
+  IN_IGNORED: number;
+  IN_ONLYDIR: number;
+  IN_ISDIR: number;
+  RENAME_NOREPLACE: number;
+  RENAME_EXCHANGE: number;
+}
+
+export interface InotifyAddon {
+  InotifyWatcher: new (
+    path: string,
+    mask: number,
+    onEvents: (events: RawInotifyEvent[], error?: NodeJS.ErrnoException) => void,
+  ) => InotifyWatcherHandle;
+  rename2(from: string, to: string, flags: number): void;
+  constants: InotifyConstants;
+}
+
+// The addon is built by node-gyp into <package root>/build/Release. This file runs from src/watch
+// (tests) or dist/src/watch (the CLI), so look upwards for it rather than hard-coding the depth.
+function load(): InotifyAddon {
+  const require = createRequire(import.meta.url);
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, 'build', 'Release', 'inotify.node');
+    if (existsSync(candidate)) return require(candidate) as InotifyAddon;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('cni-chainer: native addon not built (run `npm ci` or `npx node-gyp rebuild`)');
+    dir = parent;
+  }
+}
+
+export const addon: InotifyAddon = load();
+export const IN = addon.constants;

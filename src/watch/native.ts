@@ -1,0 +1,128 @@
+// The `native` backend: the addon's inotify instance, one fd for every watched directory.
+import { addon, IN, type InotifyWatcherHandle, type RawInotifyEvent } from './addon.js';
+import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener } from './watcher.js';
+
+// IN_MODIFY is included so a writer that keeps a file open is still noticed (DESIGN §3.5).
+export const DIRECTORY_MASK =
+  IN.IN_CREATE |
+  IN.IN_MODIFY |
+  IN.IN_CLOSE_WRITE |
+  IN.IN_MOVED_FROM |
+  IN.IN_MOVED_TO |
+  IN.IN_DELETE |
+  IN.IN_DELETE_SELF |
+  IN.IN_MOVE_SELF |
+  IN.IN_ONLYDIR;
+
+/** Maps one inotify event mask to our event kind; undefined for masks we do not report. */
+export function kindOfMask(mask: number): WatchEventKind | undefined {
+  if (mask & IN.IN_Q_OVERFLOW) return 'overflow';
+  if (mask & (IN.IN_DELETE_SELF | IN.IN_MOVE_SELF | IN.IN_UNMOUNT | IN.IN_IGNORED)) return 'dir-gone';
+  if (mask & IN.IN_CLOSE_WRITE) return 'write-closed';
+  if (mask & IN.IN_MOVED_TO) return 'moved-in';
+  if (mask & IN.IN_MOVED_FROM) return 'moved-out';
+  if (mask & IN.IN_CREATE) return 'create';
+  if (mask & IN.IN_DELETE) return 'delete';
+  if (mask & IN.IN_MODIFY) return 'modify';
+  return undefined;
+}
+
+export class NativeWatcher implements Watcher {
+  readonly backend = 'native' as const;
+  private handle: InotifyWatcherHandle | undefined;
+  private readonly wdByDir = new Map<string, number>();
+  private readonly dirsByWd = new Map<number, Set<string>>();
+  // A directory that went away produces IN_DELETE_SELF and then IN_IGNORED: report it once.
+  private readonly goneWds = new Set<number>();
+
+  constructor(
+    private readonly onEvents: WatchListener,
+    private readonly onError: WatchErrorListener = () => {},
+  ) {}
+
+  /** Synchronous: when this returns the watch is live. */
+  watchSync(dir: string): void {
+    if (this.wdByDir.has(dir)) return;
+    let wd: number;
+    if (this.handle === undefined || this.handle.closed) {
+      this.handle = new addon.InotifyWatcher(dir, DIRECTORY_MASK, (events, error) => this.deliver(events, error));
+      wd = this.handle.wd;
+    } else {
+      wd = this.handle.addWatch(dir, DIRECTORY_MASK);
+    }
+    this.goneWds.delete(wd);
+    this.wdByDir.set(dir, wd);
+    const dirs = this.dirsByWd.get(wd) ?? new Set<string>();
+    dirs.add(dir);
+    this.dirsByWd.set(wd, dirs);
+  }
+
+  async watch(dir: string): Promise<void> {
+    this.watchSync(dir);
+  }
+
+  unwatchSync(dir: string): void {
+    const wd = this.wdByDir.get(dir);
+    if (wd === undefined) return;
+    this.wdByDir.delete(dir);
+    const dirs = this.dirsByWd.get(wd);
+    dirs?.delete(dir);
+    // Two paths of one inode (a bind mount, say) share a watch descriptor: keep it while either is used.
+    if (dirs !== undefined && dirs.size > 0) return;
+    this.dirsByWd.delete(wd);
+    try {
+      this.handle?.removeWatch(wd);
+    } catch (err) {
+      // EINVAL: the kernel already dropped the watch because the directory is gone.
+      if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
+    }
+  }
+
+  async unwatch(dir: string): Promise<void> {
+    this.unwatchSync(dir);
+  }
+
+  isWatching(dir: string): boolean {
+    return this.wdByDir.has(dir);
+  }
+
+  async close(): Promise<void> {
+    this.handle?.close();
+    this.wdByDir.clear();
+    this.dirsByWd.clear();
+  }
+
+  /** Lets a short-lived process (a test, the benchmark's observer) exit while watching. */
+  unref(): void {
+    this.handle?.unref();
+  }
+
+  private deliver(raw: RawInotifyEvent[], error?: NodeJS.ErrnoException): void {
+    const events: WatchEvent[] = [];
+    for (const ev of raw) this.translate(ev, events);
+    if (events.length > 0) this.onEvents(events);
+    if (error !== undefined) this.onError(error);
+  }
+
+  private translate(ev: RawInotifyEvent, out: WatchEvent[]): void {
+    const kind = kindOfMask(ev.mask);
+    if (kind === undefined) return;
+    if (kind === 'overflow') {
+      out.push({ kind, dir: '', name: '', cookie: 0, isDir: false });
+      return;
+    }
+    const dirs = this.dirsByWd.get(ev.wd);
+    if (dirs === undefined) return; // a watch we removed ourselves: its IN_IGNORED is expected
+    if (kind === 'dir-gone') {
+      if (ev.mask & IN.IN_IGNORED) {
+        // The kernel has dropped the watch: forget it so the wd can be reused safely.
+        this.dirsByWd.delete(ev.wd);
+        for (const dir of dirs) this.wdByDir.delete(dir);
+      }
+      if (this.goneWds.has(ev.wd)) return;
+      this.goneWds.add(ev.wd);
+    }
+    const isDir = (ev.mask & IN.IN_ISDIR) !== 0;
+    for (const dir of dirs) out.push({ kind, dir, name: ev.name, cookie: ev.cookie, isDir });
+  }
+}

@@ -1,0 +1,306 @@
+// The C++ addon against the real kernel: synchronous readiness, decoding, errors, lifetime.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { addon, IN, type RawInotifyEvent } from '../../src/watch/addon.js';
+import { addonFile } from '../helpers/addon-path.js';
+import { runNodeScript, runProcess } from '../helpers/run-node.js';
+import { tempDir } from '../helpers/tmp.js';
+import { Inbox } from '../helpers/wait.js';
+
+function watch(dir: string, mask = IN.IN_ALL_EVENTS) {
+  const inbox = new Inbox<RawInotifyEvent>();
+  const errors: Error[] = [];
+  const watcher = new addon.InotifyWatcher(dir, mask, (events, error) => {
+    inbox.push(...events);
+    if (error) errors.push(error);
+  });
+  return { watcher, inbox, errors };
+}
+
+describe('InotifyWatcher constructor', () => {
+  it('is live when it returns: a file created on the next line is always reported (1,000 times)', async () => {
+    const root = tempDir();
+    for (let i = 0; i < 1000; i++) {
+      const dir = path.join(root, String(i));
+      mkdirSync(dir);
+      const { watcher, inbox } = watch(dir, IN.IN_CREATE);
+      writeFileSync(path.join(dir, 'f'), '');
+      await inbox.until((e) => e.name === 'f' && (e.mask & IN.IN_CREATE) !== 0, `IN_CREATE in iteration ${i}`);
+      watcher.close();
+    }
+  });
+
+  it('returns the watch descriptor of its directory', () => {
+    const { watcher } = watch(tempDir());
+    expect(watcher.wd).toBeGreaterThan(0);
+    watcher.close();
+  });
+
+  it('throws ENOENT with code, errno, syscall and path for a missing directory', () => {
+    const missing = path.join(tempDir(), 'missing');
+    let thrown: NodeJS.ErrnoException | undefined;
+    try {
+      watch(missing);
+    } catch (err) {
+      thrown = err as NodeJS.ErrnoException;
+    }
+    expect(thrown).toMatchObject({ code: 'ENOENT', errno: -2, syscall: 'inotify_add_watch', path: missing });
+  });
+
+  it('throws ENOTDIR when IN_ONLYDIR is asked for a file', () => {
+    const file = path.join(tempDir(), 'file');
+    writeFileSync(file, '');
+    expect(() => watch(file, IN.IN_CREATE | IN.IN_ONLYDIR)).toThrow(expect.objectContaining({ code: 'ENOTDIR' }));
+  });
+
+  it('throws TypeError for bad arguments', () => {
+    expect(() => new addon.InotifyWatcher(1 as unknown as string, 0, () => {})).toThrow(TypeError);
+    expect(() => new addon.InotifyWatcher('/', 'x' as unknown as number, () => {})).toThrow(TypeError);
+    expect(() => new addon.InotifyWatcher('/', IN.IN_CREATE, 3 as unknown as () => void)).toThrow(TypeError);
+  });
+
+  it('throws EACCES for a directory the user may not read', async () => {
+    const dir = path.join(tempDir(), 'private');
+    mkdirSync(dir);
+    chmodSync(path.dirname(dir), 0o755);
+    chmodSync(dir, 0o700);
+    // root reads everything, so the check runs as `nobody` in a child process.
+    const result = await runNodeScript(
+      `const a = require(${JSON.stringify(addonFile)});
+       try { new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => {}); console.log('no error'); }
+       catch (e) { console.log(JSON.stringify({ code: e.code, syscall: e.syscall, path: e.path })); }`,
+      { uid: 65534, gid: 65534 },
+    );
+    expect(JSON.parse(result.stdout)).toEqual({ code: 'EACCES', syscall: 'inotify_add_watch', path: dir });
+  });
+});
+
+// The inotify limits are per user namespace (/proc/sys/user/max_inotify_*), so a throwaway namespace
+// gives a real kernel limit to hit without touching the machine's own settings.
+const canUnshare = spawnSync('unshare', ['-Ur', 'true']).status === 0;
+
+describe.skipIf(!canUnshare)('inotify limits', () => {
+  async function inNamespace(limits: string, script: string) {
+    const result = await runProcess('unshare', [
+      '-Ur',
+      'sh',
+      '-c',
+      `${limits}; exec "${process.execPath}" -e "$0"`,
+      `const a = require(${JSON.stringify(addonFile)}); ${script}`,
+    ]);
+    expect(result.stderr).toBe('');
+    return JSON.parse(result.stdout) as { code: string; message: string };
+  }
+
+  it('ENOSPC from addWatch names fs.inotify.max_user_watches', async () => {
+    const dir = tempDir();
+    const error = await inNamespace(
+      'echo 1 > /proc/sys/user/max_inotify_watches',
+      `const w = new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => {});
+       try { w.addWatch('/', a.constants.IN_CREATE); console.log('{}'); }
+       catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }
+       w.close();`,
+    );
+    expect(error.code).toBe('ENOSPC');
+    expect(error.message).toContain('fs.inotify.max_user_watches');
+  });
+
+  it('ENOSPC from the constructor closes the fd it opened', async () => {
+    const dir = tempDir();
+    const result = await inNamespace(
+      'echo 0 > /proc/sys/user/max_inotify_watches',
+      `const fs = require('fs'); const before = fs.readdirSync('/proc/self/fd').length; let code;
+       for (let i = 0; i < 50; i++) { try { new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => {}); } catch (e) { code = e.code; } }
+       console.log(JSON.stringify({ code, message: String(fs.readdirSync('/proc/self/fd').length - before) }));`,
+    );
+    expect(result).toEqual({ code: 'ENOSPC', message: '0' });
+  });
+
+  it('EMFILE from the constructor names fs.inotify.max_user_instances', async () => {
+    const dir = tempDir();
+    const error = await inNamespace(
+      'echo 1 > /proc/sys/user/max_inotify_instances',
+      `const w = new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => {});
+       try { new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => {}); console.log('{}'); }
+       catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }
+       w.close();`,
+    );
+    expect(error.code).toBe('EMFILE');
+    expect(error.message).toContain('fs.inotify.max_user_instances');
+  });
+});
+
+describe('event decoding', () => {
+  it('reports create, modify, close-write, rename with a shared cookie, and delete', async () => {
+    const dir = tempDir();
+    const { watcher, inbox } = watch(dir);
+    writeFileSync(path.join(dir, 'a.conflist'), '{}');
+    renameSync(path.join(dir, 'a.conflist'), path.join(dir, 'b.conflist'));
+    spawnSync('rm', [path.join(dir, 'b.conflist')]);
+    await inbox.until((e) => (e.mask & IN.IN_DELETE) !== 0, 'IN_DELETE');
+    const seen = inbox.items.map((e) => [e.mask & ~IN.IN_ISDIR, e.name]);
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        [IN.IN_CREATE, 'a.conflist'],
+        [IN.IN_MODIFY, 'a.conflist'],
+        [IN.IN_CLOSE_WRITE, 'a.conflist'],
+        [IN.IN_MOVED_FROM, 'a.conflist'],
+        [IN.IN_MOVED_TO, 'b.conflist'],
+        [IN.IN_DELETE, 'b.conflist'],
+      ]),
+    );
+    const from = inbox.items.find((e) => e.mask & IN.IN_MOVED_FROM)!;
+    const to = inbox.items.find((e) => e.mask & IN.IN_MOVED_TO)!;
+    expect(from.cookie).not.toBe(0);
+    expect(to.cookie).toBe(from.cookie);
+    expect(inbox.items.every((e) => e.wd === watcher.wd)).toBe(true);
+    watcher.close();
+  });
+
+  it('passes IN_DELETE_SELF and IN_IGNORED through when the directory is removed', async () => {
+    const dir = path.join(tempDir(), 'net.d');
+    mkdirSync(dir);
+    const { watcher, inbox } = watch(dir);
+    rmdirSync(dir);
+    await inbox.until((e) => (e.mask & IN.IN_IGNORED) !== 0, 'IN_IGNORED');
+    expect(inbox.items.some((e) => e.mask & IN.IN_DELETE_SELF)).toBe(true);
+    watcher.close();
+  });
+
+  it('sets IN_ISDIR for directories and reports names of any length', async () => {
+    const dir = tempDir();
+    const { watcher, inbox } = watch(dir, IN.IN_CREATE);
+    const long = 'x'.repeat(255);
+    mkdirSync(path.join(dir, 'sub'));
+    writeFileSync(path.join(dir, long), '');
+    await inbox.until((e) => e.name === long, 'the 255-byte name');
+    expect(inbox.items.find((e) => e.name === 'sub')!.mask & IN.IN_ISDIR).toBeTruthy();
+    watcher.close();
+  });
+
+  it('reports IN_Q_OVERFLOW (wd -1) when the queue overflows while the loop is blocked', async () => {
+    const dir = tempDir();
+    const { watcher, inbox } = watch(dir, IN.IN_CREATE);
+    const limit = Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8'));
+    // All of this runs synchronously, so nothing is read until the queue is past its limit.
+    for (let i = 0; i < limit + 100; i++) writeFileSync(path.join(dir, String(i)), '');
+    const overflow = await inbox.until((e) => (e.mask & IN.IN_Q_OVERFLOW) !== 0, 'IN_Q_OVERFLOW');
+    expect(overflow.wd).toBe(-1);
+    expect(inbox.items.length).toBe(limit + 1);
+    watcher.close();
+  });
+
+  it('watches more directories on the same fd and stops on removeWatch', async () => {
+    const [one, two] = [tempDir(), tempDir()];
+    const { watcher, inbox } = watch(one, IN.IN_CREATE);
+    const wd2 = watcher.addWatch(two, IN.IN_CREATE);
+    expect(wd2).not.toBe(watcher.wd);
+    writeFileSync(path.join(two, 'x'), '');
+    await inbox.until((e) => e.wd === wd2 && e.name === 'x', 'event from the second directory');
+    watcher.removeWatch(wd2);
+    await inbox.until((e) => e.wd === wd2 && (e.mask & IN.IN_IGNORED) !== 0, 'IN_IGNORED after removeWatch');
+    expect(() => watcher.removeWatch(wd2)).toThrow(expect.objectContaining({ code: 'EINVAL' }));
+    watcher.close();
+  });
+});
+
+describe('lifetime', () => {
+  it('close() is idempotent and stops delivery', async () => {
+    const dir = tempDir();
+    const { watcher, inbox } = watch(dir, IN.IN_CREATE);
+    watcher.close();
+    watcher.close();
+    expect(watcher.closed).toBe(true);
+    writeFileSync(path.join(dir, 'late'), '');
+    // A second, open watcher proves the event happened and was delivered to whoever still listens.
+    const witness = watch(dir, IN.IN_CREATE);
+    writeFileSync(path.join(dir, 'later'), '');
+    await witness.inbox.until((e) => e.name === 'later', 'the witness event');
+    witness.watcher.close();
+    expect(inbox.items).toEqual([]);
+    expect(() => watcher.addWatch(dir, IN.IN_CREATE)).toThrow(/closed/);
+  });
+
+  it('keeps the process alive while open and ref()ed, and not after unref()', async () => {
+    const dir = tempDir();
+    const unrefed = await runNodeScript(
+      `const a = require(${JSON.stringify(addonFile)});
+       const w = new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => {}); w.unref(); console.log('exiting');`,
+    );
+    expect(unrefed).toMatchObject({ code: 0, stdout: 'exiting\n' });
+    // ref()ed, the process only ends because the event arrives and the callback closes the watcher.
+    const refed = await runNodeScript(
+      `const a = require(${JSON.stringify(addonFile)}); const fs = require('fs');
+       const w = new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, (evs) => { console.log(evs[0].name); w.close(); });
+       w.unref(); w.ref(); setImmediate(() => fs.writeFileSync(${JSON.stringify(path.join(dir, 'wake'))}, ''));`,
+    );
+    expect(refed).toMatchObject({ code: 0, stdout: 'wake\n' });
+  });
+
+  it('reports an exception thrown by the callback as uncaughtException', async () => {
+    const dir = tempDir();
+    const result = await runNodeScript(
+      `const a = require(${JSON.stringify(addonFile)}); const fs = require('fs');
+       process.on('uncaughtException', (e) => { console.log('caught ' + e.message); w.close(); });
+       const w = new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => { throw new Error('boom'); });
+       fs.writeFileSync(${JSON.stringify(path.join(dir, 'x'))}, '');`,
+    );
+    expect(result).toMatchObject({ code: 0, stdout: 'caught boom\n' });
+  });
+
+  it('survives worker threads that are terminated or exit with open watchers', async () => {
+    const dir = tempDir();
+    const result = await runNodeScript(
+      `const { Worker } = require('worker_threads');
+       const body = \`
+         const a = require(${JSON.stringify(addonFile)}); const fs = require('fs'); const { parentPort, workerData } = require('worker_threads');
+         const dir = ${JSON.stringify(dir)} + '/' + workerData.i; fs.mkdirSync(dir);
+         const w = new a.InotifyWatcher(dir, a.constants.IN_CREATE, () => {
+           parentPort.postMessage('event'); if (workerData.exit) process.exit(0);
+         });
+         fs.writeFileSync(dir + '/f', '');\`;
+       (async () => {
+         for (let i = 0; i < 20; i++) {
+           const w = new Worker(body, { eval: true, workerData: { i, exit: i % 2 === 1 } });
+           await new Promise((r) => w.once('message', r));
+           if (i % 2 === 0) await w.terminate(); else await new Promise((r) => w.once('exit', r));
+         }
+         console.log('ok');
+       })();`,
+    );
+    expect(result).toMatchObject({ code: 0, signal: null, stdout: 'ok\n' });
+  });
+
+  it('lets the process exit while a watcher is open', async () => {
+    const dir = tempDir();
+    const result = await runNodeScript(
+      `const a = require(${JSON.stringify(addonFile)});
+       new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, () => {}); process.exit(0);`,
+    );
+    expect(result).toMatchObject({ code: 0, signal: null });
+  });
+});
+
+describe('rename2', () => {
+  it('swaps two files with RENAME_EXCHANGE and refuses to replace with RENAME_NOREPLACE', () => {
+    const dir = tempDir();
+    const [a, b] = [path.join(dir, 'a'), path.join(dir, 'b')];
+    writeFileSync(a, 'A');
+    writeFileSync(b, 'B');
+    addon.rename2(a, b, IN.RENAME_EXCHANGE);
+    expect([readFileSync(a, 'utf8'), readFileSync(b, 'utf8')]).toEqual(['B', 'A']);
+    expect(() => addon.rename2(a, b, IN.RENAME_NOREPLACE)).toThrow(
+      expect.objectContaining({ code: 'EEXIST', syscall: 'renameat2', path: a, dest: b }),
+    );
+    addon.rename2(a, path.join(dir, 'c'), IN.RENAME_NOREPLACE);
+    expect(readFileSync(path.join(dir, 'c'), 'utf8')).toBe('B');
+  });
+
+  it('exports frozen constants', () => {
+    expect(Object.isFrozen(IN)).toBe(true);
+    expect(IN.IN_CREATE).toBe(0x100);
+    expect(IN.IN_Q_OVERFLOW).toBe(0x4000);
+  });
+});
