@@ -1,0 +1,184 @@
+// The environment contract (DESIGN §1), validated with zod. Every problem is reported at once, one
+// line each naming the variable; the CLI exits 2 on any of them.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { isJsonObject, type Json, type JsonObject } from './cni/json.js';
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+// Kubernetes manifests often carry `value: ""`; an empty variable means "use the default".
+const unsetIfEmpty = (v: unknown) => (v === '' ? undefined : v);
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess(unsetIfEmpty, schema.optional());
+const withDefault = <T extends z.ZodType>(schema: T, fallback: string) =>
+  z.preprocess((v) => unsetIfEmpty(v) ?? fallback, schema);
+
+const absolutePath = z.string().refine((p) => path.isAbsolute(p), 'expected an absolute path');
+const integer = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, `expected a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`);
+const boolean = z
+  .string()
+  .transform((s) => s.toLowerCase())
+  .pipe(z.enum(['true', 'false'], { message: 'expected true or false' }))
+  .transform((s) => s === 'true');
+
+const envSchema = z.object({
+  CONTAINER_MOUNT_PREFIX: withDefault(absolutePath, '/host'),
+  DEST_CNI_NET_DIR: withDefault(absolutePath, '/etc/cni/net.d'),
+  DEST_CNI_BIN_DIR: withDefault(absolutePath, '/opt/cni/bin'),
+  CONTAINER_CNI_BIN_DIR: withDefault(absolutePath, '/opt/cni/bin'),
+  CNI_NETWORK_CONFIG: optional(z.string()),
+  CNI_NETWORK_CONFIG_FILE: optional(absolutePath),
+  KUBECONFIG_FILE_NAME: withDefault(
+    z.string().regex(/^[^/\0]+$/, 'expected a file name without "/"').refine((s) => s !== '.' && s !== '..', 'expected a file name'),
+    'ZZZ-linkerd-cni-kubeconfig',
+  ),
+  KUBECONFIG_MODE: withDefault(
+    z
+      .string()
+      .regex(/^0?[0-7]{3}$/, 'expected an octal file mode such as 600')
+      .transform((s) => parseInt(s, 8)),
+    '600',
+  ),
+  KUBERNETES_SERVICE_HOST: optional(z.string()),
+  KUBERNETES_SERVICE_PORT: optional(integer(1, 65535)),
+  KUBERNETES_SERVICE_PROTOCOL: withDefault(z.enum(['https', 'http'], { message: 'expected https or http' }), 'https'),
+  SERVICEACCOUNT_PATH: withDefault(absolutePath, '/var/run/secrets/kubernetes.io/serviceaccount'),
+  KUBE_CA_FILE: optional(absolutePath),
+  SKIP_TLS_VERIFY: withDefault(boolean, 'false'),
+  CNI_CONF_SUFFIXES: withDefault(
+    z
+      .string()
+      .transform((s) => s.split(',').map((x) => x.trim().toLowerCase()).filter((x) => x !== ''))
+      .refine((list) => list.length > 0 && list.every((x) => /^\.[^/]+$/.test(x)), 'expected a comma-separated list of suffixes starting with "."'),
+    '.conflist,.conf',
+  ),
+  LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { message: `expected one of ${LOG_LEVELS.join(', ')}` }), 'info'),
+  HEALTH_PORT: withDefault(integer(0, 65535), '9190'),
+  RESYNC_INTERVAL_S: withDefault(integer(0, 86_400), '60'),
+  WATCH_BACKEND: withDefault(z.enum(['native', 'parcel'], { message: 'expected native or parcel' }), 'native'),
+  CNI_PATCH_SCOPE: withDefault(z.enum(['all', 'primary'], { message: 'expected all or primary' }), 'all'),
+});
+
+/** Every variable the daemon reads; deploy/daemonset.yaml may set no other. */
+export const ENV_NAMES: readonly string[] = Object.keys(envSchema.shape);
+
+type Env = z.infer<typeof envSchema>;
+
+export interface Config {
+  hostRoot: string;
+  netDir: string; // host path
+  binDir: string; // host path
+  containerBinDir: string;
+  /** The plugin to chain, placeholders substituted; undefined when neither variable is set. */
+  plugin: JsonObject | undefined;
+  kubeconfigName: string;
+  kubeconfigMode: number;
+  kubernetes: { host: string | undefined; port: number; protocol: string };
+  serviceAccountDir: string;
+  caFile: string;
+  skipTlsVerify: boolean;
+  suffixes: string[];
+  logLevel: (typeof LOG_LEVELS)[number];
+  healthPort: number;
+  resyncIntervalMs: number;
+  backend: 'native' | 'parcel';
+  scope: 'all' | 'primary';
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+function substitute(value: Json, placeholders: Record<string, string>): Json {
+  if (typeof value === 'string') {
+    return Object.entries(placeholders).reduce((s, [from, to]) => s.split(from).join(to), value);
+  }
+  if (Array.isArray(value)) return value.map((v) => substitute(v, placeholders));
+  if (isJsonObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, placeholders)]));
+  return value;
+}
+
+function loadPlugin(env: Env, problems: string[]): JsonObject | undefined {
+  let variable = 'CNI_NETWORK_CONFIG';
+  let text = env.CNI_NETWORK_CONFIG;
+  // The file wins when it exists (linkerd mounts it from a ConfigMap).
+  if (env.CNI_NETWORK_CONFIG_FILE !== undefined && existsSync(env.CNI_NETWORK_CONFIG_FILE)) {
+    variable = 'CNI_NETWORK_CONFIG_FILE';
+    try {
+      text = readFileSync(env.CNI_NETWORK_CONFIG_FILE, 'utf8');
+    } catch (err) {
+      problems.push(`${variable}: cannot read ${env.CNI_NETWORK_CONFIG_FILE}: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+  if (text === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    problems.push(`${variable}: expected the plugin's JSON config, got invalid JSON (${(err as Error).message})`);
+    return undefined;
+  }
+  if (!isJsonObject(parsed) || typeof parsed.type !== 'string' || parsed.type === '') {
+    problems.push(`${variable}: expected a JSON object with a non-empty string "type"`);
+    return undefined;
+  }
+  const kubeconfigPath = path.posix.join(env.DEST_CNI_NET_DIR, env.KUBECONFIG_FILE_NAME);
+  return substitute(parsed, { __KUBECONFIG_FILEPATH__: kubeconfigPath }) as JsonObject;
+}
+
+/** Validates the environment; throws ConfigError listing every problem. */
+export function loadConfig(environment: NodeJS.ProcessEnv): Config {
+  const result = envSchema.safeParse(environment);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => {
+      const name = String(issue.path[0] ?? 'environment');
+      const value = environment[name];
+      return `${name}: ${issue.message}${value === undefined ? '' : `, got ${JSON.stringify(value)}`}`;
+    });
+    throw new ConfigError(problems);
+  }
+  const env = result.data;
+  const problems: string[] = [];
+  const plugin = loadPlugin(env, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    hostRoot: env.CONTAINER_MOUNT_PREFIX,
+    netDir: path.posix.normalize(env.DEST_CNI_NET_DIR),
+    binDir: path.posix.normalize(env.DEST_CNI_BIN_DIR),
+    containerBinDir: env.CONTAINER_CNI_BIN_DIR,
+    plugin,
+    kubeconfigName: env.KUBECONFIG_FILE_NAME,
+    kubeconfigMode: env.KUBECONFIG_MODE,
+    kubernetes: {
+      host: env.KUBERNETES_SERVICE_HOST,
+      port: env.KUBERNETES_SERVICE_PORT ?? 443,
+      protocol: env.KUBERNETES_SERVICE_PROTOCOL,
+    },
+    serviceAccountDir: env.SERVICEACCOUNT_PATH,
+    caFile: env.KUBE_CA_FILE ?? path.join(env.SERVICEACCOUNT_PATH, 'ca.crt'),
+    skipTlsVerify: env.SKIP_TLS_VERIFY,
+    suffixes: env.CNI_CONF_SUFFIXES,
+    logLevel: env.LOG_LEVEL,
+    healthPort: env.HEALTH_PORT,
+    resyncIntervalMs: env.RESYNC_INTERVAL_S * 1000,
+    backend: env.WATCH_BACKEND,
+    scope: env.CNI_PATCH_SCOPE,
+  };
+}
+
+/** The plugin is required by every command that edits or checks configs. */
+export function requirePlugin(config: Config): JsonObject {
+  if (config.plugin === undefined) {
+    throw new ConfigError(['CNI_NETWORK_CONFIG: required (or CNI_NETWORK_CONFIG_FILE naming an existing file)']);
+  }
+  return config.plugin;
+}

@@ -1,0 +1,58 @@
+// Ready means: the watches are live, the first scan is done, and every current config is chained.
+// When not ready, the reasons say which file and why (the /readyz body, and one log line per change).
+
+export type ConfigStatus =
+  | 'chained'
+  | 'out-of-scope' // CNI_PATCH_SCOPE=primary and not the file the runtime loads
+  | 'invalid'
+  | 'dangling'
+  | 'loop'
+  | 'not-regular'
+  | 'backoff'
+  | 'error';
+
+const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope']);
+
+export interface ReadinessReport {
+  ready: boolean;
+  reasons: string[];
+}
+
+export class Readiness {
+  private readonly configs = new Map<string, { status: ConfigStatus; detail?: string }>();
+  private readonly blockers = new Map<string, string>();
+
+  set(name: string, status: ConfigStatus, detail?: string): void {
+    this.configs.set(name, { status, detail });
+  }
+
+  delete(name: string): void {
+    this.configs.delete(name);
+  }
+
+  statusOf(name: string): ConfigStatus | undefined {
+    return this.configs.get(name)?.status;
+  }
+
+  names(): string[] {
+    return [...this.configs.keys()];
+  }
+
+  clearConfigs(): void {
+    this.configs.clear();
+  }
+
+  /** A daemon-wide reason not to be ready (starting, net dir missing, superseded); undefined clears it. */
+  block(key: string, reason: string | undefined): void {
+    if (reason === undefined) this.blockers.delete(key);
+    else this.blockers.set(key, reason);
+  }
+
+  report(): ReadinessReport {
+    const reasons = [...this.blockers.values()];
+    for (const [name, { status, detail }] of [...this.configs].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (!FINE.has(status)) reasons.push(`${name}: ${status}${detail === undefined ? '' : ` (${detail})`}`);
+    }
+    return { ready: reasons.length === 0, reasons };
+  }
+}

@@ -1,0 +1,66 @@
+// Which config symlinks point at which files. A link's target may live outside net.d or carry a name
+// that is not a config name (`05-cilium.conflist-current`): events on the target must still re-patch
+// the link, so the target's directory is watched for as long as some link points into it.
+import path from 'node:path';
+
+export class SymlinkTargets {
+  private readonly targetOf = new Map<string, string>(); // link name → target on disk
+  private readonly linksOf = new Map<string, Set<string>>(); // target on disk → link names
+  private readonly dirUse = new Map<string, number>(); // target dir → links pointing into it
+
+  constructor(
+    private readonly netDirOnDisk: string,
+    /** Called when a directory other than net.d starts (true) or stops (false) holding targets. */
+    private readonly onDirUse: (dir: string, used: boolean) => void,
+  ) {}
+
+  set(link: string, target: string): void {
+    if (this.targetOf.get(link) === target) return;
+    this.remove(link);
+    this.targetOf.set(link, target);
+    const links = this.linksOf.get(target) ?? new Set<string>();
+    links.add(link);
+    this.linksOf.set(target, links);
+    const dir = path.dirname(target);
+    if (dir === this.netDirOnDisk) return;
+    const use = (this.dirUse.get(dir) ?? 0) + 1;
+    this.dirUse.set(dir, use);
+    if (use === 1) this.onDirUse(dir, true);
+  }
+
+  remove(link: string): void {
+    const target = this.targetOf.get(link);
+    if (target === undefined) return;
+    this.targetOf.delete(link);
+    const links = this.linksOf.get(target);
+    links?.delete(link);
+    if (links?.size === 0) this.linksOf.delete(target);
+    const dir = path.dirname(target);
+    if (dir === this.netDirOnDisk) return;
+    const use = (this.dirUse.get(dir) ?? 1) - 1;
+    if (use > 0) {
+      this.dirUse.set(dir, use);
+      return;
+    }
+    this.dirUse.delete(dir);
+    this.onDirUse(dir, false);
+  }
+
+  /** Links whose target is the entry `name` of `dir`. */
+  linksTo(dir: string, name: string): string[] {
+    return [...(this.linksOf.get(path.join(dir, name)) ?? [])];
+  }
+
+  /** Links whose target lives in `dir`. */
+  linksInto(dir: string): string[] {
+    return [...this.targetOf].filter(([, target]) => path.dirname(target) === dir).map(([link]) => link);
+  }
+
+  isTargetDir(dir: string): boolean {
+    return this.dirUse.has(dir);
+  }
+
+  targetDirs(): string[] {
+    return [...this.dirUse.keys()];
+  }
+}

@@ -1,0 +1,171 @@
+// Crash-safe file replacement: a temp file in the target's directory, written, fsynced, given the old
+// file's mode and owner, swapped in with one rename, and the directory fsynced. At every instant the
+// path holds either the old or the new version, and a failure leaves no temp file behind.
+//
+// A writer racing with us (the primary CNI rewriting the file while we patch it) must never lose its
+// newer write to our patch of an older copy. With `expect`, the swap is renameat2(RENAME_EXCHANGE):
+// afterwards the temp name holds exactly what we replaced, so if that is not what we read, a newer
+// write landed in between and we swap it straight back and report 'stale'.
+import { closeSync, constants, fchmodSync, fchownSync, fsync, openSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { tempNameFor } from '../cni/names.js';
+import { addon, IN } from '../watch/addon.js';
+
+const fsyncAsync = promisify(fsync);
+
+export interface AtomicWriteOptions {
+  mode: number;
+  uid?: number;
+  gid?: number;
+  /**
+   * What must still be at the path for the write to land: the content read before patching, or null
+   * when the path must not exist yet. Undefined replaces whatever is there.
+   */
+  expect?: Buffer | null;
+}
+
+export type WriteResult = 'written' | 'stale';
+
+// Filesystems without renameat2 flags (some network ones) answer EINVAL: fall back to rename(2) with a
+// content re-check just before it, which narrows the race to microseconds instead of closing it.
+const UNSUPPORTED = new Set(['EINVAL', 'ENOSYS', 'EOPNOTSUPP']);
+let exchangeSupported = true;
+let noReplaceSupported = true;
+
+function errCode(err: unknown): string | undefined {
+  return (err as NodeJS.ErrnoException).code;
+}
+
+/** True when the file's bytes are exactly `expected` (false when it does not exist). */
+export function contentIs(file: string, expected: Buffer): boolean {
+  try {
+    return readFileSync(file).equals(expected);
+  } catch (err) {
+    if (errCode(err) === 'ENOENT') return false;
+    throw err;
+  }
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await fsyncAsync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+type Landing = 'renamed' | 'exchanged' | 'stale';
+
+function landNew(tmp: string, file: string): Landing {
+  if (noReplaceSupported) {
+    try {
+      addon.rename2(tmp, file, IN.RENAME_NOREPLACE);
+      return 'renamed';
+    } catch (err) {
+      if (errCode(err) === 'EEXIST') return 'stale';
+      if (!UNSUPPORTED.has(errCode(err) ?? '')) throw err;
+      noReplaceSupported = false;
+    }
+  }
+  try {
+    readFileSync(file);
+    return 'stale';
+  } catch (err) {
+    if (errCode(err) !== 'ENOENT') throw err;
+  }
+  renameSync(tmp, file);
+  return 'renamed';
+}
+
+function landReplacing(tmp: string, file: string, expected: Buffer): Landing {
+  if (!contentIs(file, expected)) return 'stale';
+  if (exchangeSupported) {
+    try {
+      addon.rename2(tmp, file, IN.RENAME_EXCHANGE);
+    } catch (err) {
+      if (errCode(err) === 'ENOENT') return 'stale'; // removed since we read it
+      if (!UNSUPPORTED.has(errCode(err) ?? '')) throw err;
+      exchangeSupported = false;
+    }
+    if (exchangeSupported) {
+      if (contentIs(tmp, expected)) return 'exchanged';
+      addon.rename2(tmp, file, IN.RENAME_EXCHANGE); // give the newer write its place back
+      return 'stale';
+    }
+  }
+  renameSync(tmp, file);
+  return 'renamed';
+}
+
+function writeAll(fd: number, data: Buffer): void {
+  for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
+}
+
+export async function writeFileAtomic(file: string, data: string | Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
+  const dir = path.dirname(file);
+  const tmp = path.join(dir, tempNameFor(path.basename(file)));
+  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+  let tmpExists = false;
+  try {
+    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    tmpExists = true;
+    try {
+      writeAll(fd, bytes);
+      fchmodSync(fd, options.mode);
+      const { uid, gid } = options;
+      if (uid !== undefined && gid !== undefined && (uid !== process.getuid?.() || gid !== process.getgid?.())) {
+        fchownSync(fd, uid, gid);
+      }
+      await fsyncAsync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    let landing: Landing;
+    if (options.expect === undefined) {
+      renameSync(tmp, file);
+      landing = 'renamed';
+    } else if (options.expect === null) {
+      landing = landNew(tmp, file);
+    } else {
+      landing = landReplacing(tmp, file, options.expect);
+    }
+    if (landing === 'stale') return 'stale';
+    if (landing === 'exchanged') unlinkSync(tmp); // the old version, now under the temp name
+    tmpExists = false;
+    await fsyncDir(dir);
+    return 'written';
+  } finally {
+    if (tmpExists) {
+      try {
+        unlinkSync(tmp);
+      } catch {
+        // Already gone: nothing is left behind either way.
+      }
+    }
+  }
+}
+
+/** Removes `file` only if it still holds `expected`; true when it did. */
+export async function unlinkIfUnchanged(file: string, expected: Buffer): Promise<boolean> {
+  if (!contentIs(file, expected)) return false;
+  unlinkSync(file);
+  await fsyncDir(path.dirname(file));
+  return true;
+}
+
+/**
+ * Re-creates a symlink with the same target through a rename, so that watchers of its directory (the
+ * container runtime watches only net.d) see an event even though the file changed elsewhere.
+ */
+export function touchSymlink(link: string, target: string): void {
+  const tmp = path.join(path.dirname(link), tempNameFor(path.basename(link)));
+  symlinkSync(target, tmp);
+  try {
+    renameSync(tmp, link);
+  } catch (err) {
+    unlinkSync(tmp);
+    throw err;
+  }
+}

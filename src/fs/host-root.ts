@@ -1,0 +1,39 @@
+// The host's root as mounted in the container: host paths map to disk paths below it, and symlinks
+// inside it are resolved with resolveInRoot so that nothing outside it is ever read or written.
+import { lstatSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { resolveInRoot, type Entry, type Resolution } from './resolve-in-root.js';
+
+export class HostRoot {
+  constructor(readonly dir: string) {}
+
+  /** `/etc/cni/net.d` → `<prefix>/etc/cni/net.d`. */
+  toDisk(hostPath: string): string {
+    return path.join(this.dir, hostPath);
+  }
+
+  /** `<prefix>/etc/x` → `/etc/x`, for logs and reports. */
+  fromDisk(diskPath: string): string {
+    return `/${path.relative(this.dir, diskPath)}`;
+  }
+
+  /** The disk-backed lookup resolveInRoot needs: lstat and readlink below the root, nothing else. */
+  readonly lookup = (hostPath: string): Entry => {
+    const disk = this.toDisk(hostPath);
+    try {
+      const st = lstatSync(disk);
+      if (st.isSymbolicLink()) return { kind: 'symlink', target: readlinkSync(disk) };
+      if (st.isFile()) return { kind: 'file' };
+      if (st.isDirectory()) return { kind: 'dir' };
+      return { kind: 'other' };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
+      throw err;
+    }
+  };
+
+  resolve(hostPath: string): Resolution {
+    return resolveInRoot(hostPath, this.lookup);
+  }
+}
