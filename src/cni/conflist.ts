@@ -81,6 +81,16 @@ export function unchainPlugin(config: ParsedConfig, type: string): JsonObject {
   return { ...config.doc, plugins: (config.doc.plugins as Json[]).filter((p) => pluginType(p) !== type) };
 }
 
+/** parseConfig without the exception: the reason is returned instead. */
+export function tryParseConfig(text: string): ParsedConfig | { invalid: string } {
+  try {
+    return parseConfig(text);
+  } catch (err) {
+    if (err instanceof ConfigParseError) return { invalid: err.message };
+    throw err;
+  }
+}
+
 export type PatchPlan =
   | { action: 'none' } // already chained exactly: write nothing
   | { action: 'write'; text: string; upgraded: boolean } // upgraded: was a single-plugin config
@@ -88,13 +98,8 @@ export type PatchPlan =
 
 /** What to do with a config's text so that `plugin` is chained. Never throws. */
 export function planPatch(text: string, plugin: JsonObject): PatchPlan {
-  let config: ParsedConfig;
-  try {
-    config = parseConfig(text);
-  } catch (err) {
-    if (err instanceof ConfigParseError) return { action: 'invalid', reason: err.message };
-    throw err;
-  }
+  const config = tryParseConfig(text);
+  if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
   if (isChained(config, plugin)) return { action: 'none' };
   return { action: 'write', text: serializeConfig(chainPlugin(config, plugin)), upgraded: config.shape === 'single' };
 }
@@ -103,13 +108,8 @@ export type UnpatchPlan = { action: 'none' } | { action: 'write'; text: string }
 
 /** What to do with a config's text so that no plugin of `type` is left in it. Never throws. */
 export function planUnpatch(text: string, type: string): UnpatchPlan {
-  let config: ParsedConfig;
-  try {
-    config = parseConfig(text);
-  } catch (err) {
-    if (err instanceof ConfigParseError) return { action: 'invalid', reason: err.message };
-    throw err;
-  }
+  const config = tryParseConfig(text);
+  if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
   if (config.shape === 'single' || !holdsPluginType(config, type)) return { action: 'none' };
   return { action: 'write', text: serializeConfig(unchainPlugin(config, type)) };
 }
