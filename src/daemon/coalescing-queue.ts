@@ -2,6 +2,7 @@
 // triggers during a pass cause exactly one more pass afterwards. The first pass starts synchronously
 // inside trigger(), so a complete-write event is acted on at once.
 export class CoalescingQueue {
+  private readonly active = new Set<string>();
   private readonly running = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
 
@@ -11,10 +12,13 @@ export class CoalescingQueue {
   ) {}
 
   trigger(key: string): void {
-    if (this.running.has(key)) {
+    if (this.active.has(key)) {
       this.again.add(key);
       return;
     }
+    // Marked before the pass starts: a pass that triggers its own key synchronously must not start a
+    // second, concurrent pass.
+    this.active.add(key);
     this.running.set(key, this.run(key));
   }
 
@@ -28,6 +32,7 @@ export class CoalescingQueue {
       }
       // Checked and cleared in one synchronous step, so no trigger can fall between the two.
       if (!this.again.has(key)) {
+        this.active.delete(key);
         this.running.delete(key);
         return;
       }

@@ -9,7 +9,8 @@ export class HostRoot {
 
   /** `/etc/cni/net.d` → `<prefix>/etc/cni/net.d`. */
   toDisk(hostPath: string): string {
-    return path.join(this.dir, hostPath);
+    const joined = path.join(this.dir, hostPath);
+    return joined.length > 1 && joined.endsWith('/') ? joined.slice(0, -1) : joined;
   }
 
   /** `<prefix>/etc/x` → `/etc/x`, for logs and reports. */

@@ -1,0 +1,67 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { conflistName, isConfigName, isOurTempName, libcniOrder, tempNameFor } from '../../src/cni/names.js';
+
+const DEFAULT = ['.conflist', '.conf'];
+
+describe('isConfigName', () => {
+  it.each([
+    ['10-calico.conflist', true],
+    ['10-calico.conf', true],
+    ['10-CALICO.CONFLIST', true],
+    ['05-cilium.conflist-current', false],
+    ['ZZZ-linkerd-cni-kubeconfig', false],
+    ['calico-kubeconfig', false],
+    ['.10-calico.conflist', false],
+    ['10-calico.conflist~', false],
+    ['10-calico.conflist.swp', false],
+    ['10-calico.conflist.tmp', false],
+    ['10-calico.conflist.bak', false],
+    ['05-cilium.conflist.cilium_bak', false],
+    ['.conflist', false],
+    ['multus.d', false],
+    ['00-x.json', false],
+  ])('%s → %s', (name, expected) => {
+    expect(isConfigName(name, DEFAULT)).toBe(expected);
+  });
+
+  it('takes extra suffixes, such as .conflist-current', () => {
+    expect(isConfigName('05-cilium.conflist-current', [...DEFAULT, '.conflist-current'])).toBe(true);
+  });
+
+  it('never matches our own temporary names, whatever the file is called', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }).filter((s) => !s.includes('/')), (name) => {
+        const tmp = tempNameFor(name);
+        expect(isConfigName(tmp, [...DEFAULT, '.tmp', '.json', '.conflist-current'])).toBe(false);
+        expect(isOurTempName(tmp)).toBe(true);
+      }),
+    );
+  });
+});
+
+describe('libcni order', () => {
+  it('sorts byte-wise among .conf, .conflist and .json only', () => {
+    expect(libcniOrder(['10-b.conflist', '05-a.conf', 'Z.json', 'a.conflist-current', '10-B.conf', 'x.txt'])).toEqual([
+      '05-a.conf',
+      '10-B.conf',
+      '10-b.conflist',
+      'Z.json',
+    ]);
+  });
+
+  it('is case-sensitive on extensions, as Go filepath.Ext is', () => {
+    expect(libcniOrder(['10-a.CONFLIST'])).toEqual([]);
+  });
+});
+
+describe('conflistName', () => {
+  it.each([
+    ['10-calico.conf', '10-calico.conflist'],
+    ['99-bridge.json', '99-bridge.conflist'],
+    ['10-calico.conflist', '10-calico.conflist'],
+    ['05-x.conflist-current', '05-x.conflist-current'],
+  ])('%s → %s', (from, to) => {
+    expect(conflistName(from)).toBe(to);
+  });
+});

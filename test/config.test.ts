@@ -1,0 +1,100 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, ENV_NAMES, loadConfig, requirePlugin } from '../src/config.js';
+import { expectedPlugin, pluginText } from './helpers/fixtures.js';
+import { tempDir } from './helpers/tmp.js';
+
+function problems(env: NodeJS.ProcessEnv): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({ CNI_NETWORK_CONFIG: pluginText });
+    expect(config).toMatchObject({
+      hostRoot: '/host',
+      netDir: '/etc/cni/net.d',
+      binDir: '/opt/cni/bin',
+      containerBinDir: '/opt/cni/bin',
+      kubeconfigName: 'ZZZ-linkerd-cni-kubeconfig',
+      kubeconfigMode: 0o600,
+      kubernetes: { host: undefined, port: 443, protocol: 'https' },
+      serviceAccountDir: '/var/run/secrets/kubernetes.io/serviceaccount',
+      caFile: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+      skipTlsVerify: false,
+      suffixes: ['.conflist', '.conf'],
+      logLevel: 'info',
+      healthPort: 9190,
+      resyncIntervalMs: 60_000,
+      backend: 'native',
+      scope: 'all',
+    });
+  });
+
+  it('substitutes __KUBECONFIG_FILEPATH__ and leaves other placeholders to the plugin', () => {
+    const plugin = requirePlugin(loadConfig({ CNI_NETWORK_CONFIG: pluginText, DEST_CNI_NET_DIR: '/etc/cni/net.d' }));
+    expect(plugin).toEqual(expectedPlugin());
+    expect(JSON.stringify(plugin)).toContain('__SERVICEACCOUNT_TOKEN__');
+  });
+
+  it('prefers CNI_NETWORK_CONFIG_FILE when the file exists', () => {
+    const file = path.join(tempDir(), 'plugin.json');
+    writeFileSync(file, '{"type":"from-file"}');
+    expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: file }).plugin).toEqual({ type: 'from-file' });
+    expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: `${file}.missing` }).plugin).toEqual({ type: 'from-env' });
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(loadConfig({ HEALTH_PORT: '', CONTAINER_MOUNT_PREFIX: '' })).toMatchObject({ healthPort: 9190, hostRoot: '/host' });
+  });
+
+  it('parses suffixes case-insensitively and octal modes', () => {
+    expect(loadConfig({ CNI_CONF_SUFFIXES: '.conflist, .CONF,.conflist-current', KUBECONFIG_MODE: '0640' })).toMatchObject({
+      suffixes: ['.conflist', '.conf', '.conflist-current'],
+      kubeconfigMode: 0o640,
+    });
+  });
+
+  it.each([
+    ['CONTAINER_MOUNT_PREFIX', 'host', 'absolute path'],
+    ['DEST_CNI_NET_DIR', 'etc/cni', 'absolute path'],
+    ['KUBECONFIG_MODE', '999', 'octal'],
+    ['KUBECONFIG_FILE_NAME', 'a/b', 'file name'],
+    ['KUBERNETES_SERVICE_PORT', '70000', 'whole number'],
+    ['KUBERNETES_SERVICE_PROTOCOL', 'ftp', 'https or http'],
+    ['SKIP_TLS_VERIFY', 'yes', 'true or false'],
+    ['CNI_CONF_SUFFIXES', 'conflist', 'suffixes'],
+    ['LOG_LEVEL', 'verbose', 'one of'],
+    ['HEALTH_PORT', '-1', 'whole number'],
+    ['RESYNC_INTERVAL_S', '1.5', 'whole number'],
+    ['WATCH_BACKEND', 'fsevents', 'native or parcel'],
+    ['CNI_PATCH_SCOPE', 'some', 'all or primary'],
+    ['CNI_NETWORK_CONFIG', '{"type":', 'invalid JSON'],
+    ['CNI_NETWORK_CONFIG', '{"name":"x"}', '"type"'],
+  ])('rejects %s=%s naming the variable', (name, value, expected) => {
+    const found = problems({ [name]: value });
+    expect(found).toHaveLength(1);
+    expect(found[0]).toMatch(new RegExp(`^${name}: .*${expected.replace(/[()"]/g, '.')}`));
+  });
+
+  it('reports every bad variable at once', () => {
+    expect(problems({ HEALTH_PORT: 'x', WATCH_BACKEND: 'y', LOG_LEVEL: 'z' }).map((p) => p.split(':')[0]).sort()).toEqual(['HEALTH_PORT', 'LOG_LEVEL', 'WATCH_BACKEND']);
+  });
+
+  it('requires a plugin for commands that edit configs', () => {
+    expect(() => requirePlugin(loadConfig({}))).toThrow(/CNI_NETWORK_CONFIG/);
+  });
+
+  it('knows every variable of DESIGN §1', () => {
+    expect(ENV_NAMES).toEqual(
+      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE']),
+    );
+  });
+});

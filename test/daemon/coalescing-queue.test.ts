@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { CoalescingQueue } from '../../src/daemon/coalescing-queue.js';
+
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { open, opened };
+}
+
+describe('CoalescingQueue', () => {
+  it('starts the first pass synchronously', () => {
+    const started: string[] = [];
+    const queue = new CoalescingQueue(async (key) => void started.push(key), () => {});
+    queue.trigger('a');
+    expect(started).toEqual(['a']);
+  });
+
+  it('runs one pass per key at a time and turns any number of triggers meanwhile into one more pass', async () => {
+    const g = gate();
+    let running = 0;
+    let maxRunning = 0;
+    let passes = 0;
+    const queue = new CoalescingQueue(async () => {
+      passes++;
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      if (passes === 1) await g.opened;
+      running--;
+    }, () => {});
+    queue.trigger('a');
+    for (let i = 0; i < 100; i++) queue.trigger('a');
+    g.open();
+    await queue.drain();
+    expect(passes).toBe(2);
+    expect(maxRunning).toBe(1);
+  });
+
+  it('runs different keys side by side', async () => {
+    const g = gate();
+    const started: string[] = [];
+    const queue = new CoalescingQueue(async (key) => {
+      started.push(key);
+      await g.opened;
+    }, () => {});
+    queue.trigger('a');
+    queue.trigger('b');
+    expect(started).toEqual(['a', 'b']);
+    g.open();
+    await queue.drain();
+  });
+
+  it('reports a failing pass and keeps working', async () => {
+    const errors: unknown[] = [];
+    let calls = 0;
+    const queue = new CoalescingQueue(async () => {
+      calls++;
+      if (calls === 1) throw new Error('EACCES');
+    }, (_, err) => errors.push(err));
+    queue.trigger('a');
+    await queue.drain();
+    queue.trigger('a');
+    await queue.drain();
+    expect(calls).toBe(2);
+    expect(errors).toHaveLength(1);
+  });
+
+  it('a trigger from inside the pass causes exactly one more pass', async () => {
+    let passes = 0;
+    const queue: CoalescingQueue = new CoalescingQueue(async (key) => {
+      passes++;
+      if (passes === 1) {
+        queue.trigger(key);
+        queue.trigger(key);
+      }
+    }, () => {});
+    queue.trigger('a');
+    await queue.drain();
+    expect(passes).toBe(2);
+    expect(queue.size).toBe(0);
+  });
+});

@@ -1,0 +1,133 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { planPatch } from '../../src/cni/conflist.js';
+import { unlinkIfUnchanged, writeFileAtomic } from '../../src/fs/atomic-write.js';
+import { expectedPlugin } from '../helpers/fixtures.js';
+import { tempDir } from '../helpers/tmp.js';
+
+describe('writeFileAtomic', () => {
+  it('creates a file with the requested mode and leaves no temp file', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'kubeconfig');
+    expect(await writeFileAtomic(file, 'x', { mode: 0o600 })).toBe('written');
+    expect(readFileSync(file, 'utf8')).toBe('x');
+    expect(statSync(file).mode & 0o7777).toBe(0o600);
+    expect(readdirSync(dir)).toEqual(['kubeconfig']);
+  });
+
+  it('copies mode and owner onto the replacement', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, '10-calico.conflist');
+    writeFileSync(file, 'old');
+    chmodSync(file, 0o640);
+    chownSync(file, 65534, 65534);
+    const old = readFileSync(file);
+    expect(await writeFileAtomic(file, 'new', { mode: 0o640, uid: 65534, gid: 65534, expect: old })).toBe('written');
+    const st = statSync(file);
+    expect([st.mode & 0o7777, st.uid, st.gid]).toEqual([0o640, 65534, 65534]);
+    expect(readFileSync(file, 'utf8')).toBe('new');
+    expect(readdirSync(dir)).toEqual(['10-calico.conflist']);
+  });
+
+  it("reports 'stale' and changes nothing when the file is no longer what was read", async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'a.conflist');
+    writeFileSync(file, 'newer');
+    expect(await writeFileAtomic(file, 'patched', { mode: 0o644, expect: Buffer.from('older') })).toBe('stale');
+    expect(readFileSync(file, 'utf8')).toBe('newer');
+    expect(readdirSync(dir)).toEqual(['a.conflist']);
+  });
+
+  it("with expect null, creates the file only if nobody else did ('stale' otherwise)", async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'a.conflist');
+    expect(await writeFileAtomic(file, 'one', { mode: 0o644, expect: null })).toBe('written');
+    expect(await writeFileAtomic(file, 'two', { mode: 0o644, expect: null })).toBe('stale');
+    expect(readFileSync(file, 'utf8')).toBe('one');
+    expect(readdirSync(dir)).toEqual(['a.conflist']);
+  });
+
+  it('leaves the old file and no temp file when the rename fails', async () => {
+    const dir = tempDir();
+    const target = path.join(dir, 'is-a-dir.conflist');
+    mkdirSync(path.join(target, 'child'), { recursive: true });
+    await expect(writeFileAtomic(target, 'x', { mode: 0o644 })).rejects.toMatchObject({ code: expect.stringMatching(/EISDIR|ENOTEMPTY|EEXIST/) });
+    expect(readdirSync(dir)).toEqual(['is-a-dir.conflist']);
+  });
+
+  it('leaves the old file when the directory refuses new files (chattr +i)', async (ctx) => {
+    const dir = tempDir();
+    const file = path.join(dir, 'a.conflist');
+    writeFileSync(file, 'old');
+    if (spawnSync('chattr', ['+i', dir]).status !== 0) ctx.skip();
+    try {
+      await expect(writeFileAtomic(file, 'new', { mode: 0o644, expect: Buffer.from('old') })).rejects.toMatchObject({ code: 'EPERM' });
+    } finally {
+      spawnSync('chattr', ['-i', dir]);
+    }
+    expect(readFileSync(file, 'utf8')).toBe('old');
+    expect(readdirSync(dir)).toEqual(['a.conflist']);
+  });
+
+  it('never replaces a newer concurrent write with a patch of an older one', async () => {
+    // A writer process rewrites the file as fast as it can (temp + rename, like a primary CNI); we
+    // patch whatever we read, again and again. Then one final pass: if any of our patches had landed
+    // on top of a newer write, the final file would be a patch of an older version, not of the last.
+    const dir = tempDir();
+    const file = path.join(dir, '10-calico.conflist');
+    const plugin = expectedPlugin();
+    const version = (n: number) => JSON.stringify({ cniVersion: '0.3.1', name: 'k8s', serial: n, plugins: [{ type: 'calico' }] });
+    writeFileSync(file, version(0));
+    const writer = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const fs = require('fs'); const v = (n) => JSON.stringify({ cniVersion: '0.3.1', name: 'k8s', serial: n, plugins: [{ type: 'calico' }] });
+         let n = 0; const end = Date.now() + 1500;
+         while (Date.now() < end) { n++; fs.writeFileSync(${JSON.stringify(file)} + '.w', v(n)); fs.renameSync(${JSON.stringify(file)} + '.w', ${JSON.stringify(file)}); }
+         console.log(n);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    writer.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const done = new Promise<void>((resolve) => writer.on('close', () => resolve()));
+    let finished = false;
+    void done.then(() => (finished = true));
+    let stale = 0;
+    let written = 0;
+    while (!finished) {
+      const content = readFileSync(file);
+      const plan = planPatch(content.toString(), plugin);
+      if (plan.action !== 'write') {
+        await new Promise((resolve) => setImmediate(resolve)); // let the writer's exit be noticed
+        continue;
+      }
+      const result = await writeFileAtomic(file, plan.text, { mode: 0o644, expect: content });
+      if (result === 'stale') stale++;
+      else written++;
+    }
+    await done;
+    const last = Number(out.trim());
+    const final = readFileSync(file);
+    const plan = planPatch(final.toString(), plugin);
+    const current = plan.action === 'write' ? (JSON.parse(plan.text) as { serial: number }) : (JSON.parse(final.toString()) as { serial: number });
+    expect(current.serial).toBe(last);
+    expect(written + stale).toBeGreaterThan(0);
+    expect(version(last)).toContain(`"serial":${last}`);
+  });
+});
+
+describe('unlinkIfUnchanged', () => {
+  it('removes only the content it was given', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, '10-calico.conf');
+    writeFileSync(file, 'v2');
+    expect(await unlinkIfUnchanged(file, Buffer.from('v1'))).toBe(false);
+    expect(readFileSync(file, 'utf8')).toBe('v2');
+    expect(await unlinkIfUnchanged(file, Buffer.from('v2'))).toBe(true);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+});
