@@ -98,6 +98,7 @@ async function run(config: Config): Promise<number> {
     return 1;
   }
   daemon.updateReadiness();
+  log.info({ ready: daemon.readiness.report().ready }, 'started');
   return stopped;
 }
 

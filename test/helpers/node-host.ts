@@ -1,0 +1,154 @@
+// A scratch node for integration tests: a host root with net.d and the bin dir, a container bin dir
+// with a fake plugin binary, a service-account dir, and the real CLI run against it as a child process.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach } from 'vitest';
+import type { JsonObject } from '../../src/cni/json.js';
+import { cliFile } from './addon-path.js';
+import { expectedPlugin, fixture, pluginFile } from './fixtures.js';
+import { runProcess, type Finished } from './run-node.js';
+import { tempDir } from './tmp.js';
+import { Inbox } from './wait.js';
+
+export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
+
+const running = new Set<ChildProcess>();
+afterEach(() => {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+});
+
+export class DaemonProcess {
+  readonly logs = new Inbox<LogLine>();
+  stderr = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(readonly child: ChildProcess) {
+    running.add(child);
+    let buffered = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) if (line.trim() !== '') this.logs.push(JSON.parse(line) as LogLine);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.exited = new Promise((resolve) =>
+      child.on('close', (code, signal) => {
+        running.delete(child);
+        resolve({ code, signal });
+      }),
+    );
+  }
+
+  waitLog(match: string | ((line: LogLine) => boolean), timeoutMs?: number): Promise<LogLine> {
+    const test = typeof match === 'string' ? (l: LogLine) => l.msg === match : match;
+    return this.logs.until(test, `log line ${String(match)}`, timeoutMs);
+  }
+
+  count(msg: string): number {
+    return this.logs.items.filter((l) => l.msg === msg).length;
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM') {
+    this.child.kill(signal);
+    return this.exited;
+  }
+}
+
+export class NodeHost {
+  readonly root = tempDir('cni-chainer-node-');
+  readonly netDir = path.join(this.root, 'host', 'etc', 'cni', 'net.d');
+  readonly binDir = path.join(this.root, 'host', 'opt', 'cni', 'bin');
+  readonly hostRoot = path.join(this.root, 'host');
+  readonly containerBin = path.join(this.root, 'container-bin');
+  readonly saDir = path.join(this.root, 'serviceaccount');
+  readonly plugin: JsonObject = expectedPlugin();
+
+  constructor(options: { netDir?: boolean; token?: string | false } = {}) {
+    if (options.netDir !== false) mkdirSync(this.netDir, { recursive: true });
+    mkdirSync(this.hostRoot, { recursive: true });
+    mkdirSync(this.containerBin);
+    writeFileSync(path.join(this.containerBin, 'linkerd-cni'), '#!/bin/sh\necho linkerd-cni\n');
+    chmodSync(path.join(this.containerBin, 'linkerd-cni'), 0o755);
+    mkdirSync(this.saDir);
+    if (options.token !== false) {
+      writeFileSync(path.join(this.saDir, 'token'), options.token ?? 'token-1');
+      writeFileSync(path.join(this.saDir, 'ca.crt'), 'CA');
+    }
+  }
+
+  env(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+    return {
+      PATH: process.env.PATH,
+      CONTAINER_MOUNT_PREFIX: this.hostRoot,
+      CONTAINER_CNI_BIN_DIR: this.containerBin,
+      SERVICEACCOUNT_PATH: this.saDir,
+      KUBERNETES_SERVICE_HOST: '10.96.0.1',
+      KUBERNETES_SERVICE_PORT: '443',
+      CNI_NETWORK_CONFIG_FILE: pluginFile,
+      HEALTH_PORT: '0',
+      RESYNC_INTERVAL_S: '0',
+      LOG_LEVEL: 'debug',
+      ...extra,
+    };
+  }
+
+  /** The path of a net.d entry on disk. */
+  net(name: string): string {
+    return path.join(this.netDir, name);
+  }
+
+  /** Host path → disk path. */
+  disk(hostPath: string): string {
+    return path.join(this.hostRoot, hostPath);
+  }
+
+  /** Writes like a primary CNI: a temp file, then rename into place. */
+  put(file: string, text: string): void {
+    const target = path.isAbsolute(file) ? file : this.net(file);
+    const tmp = path.join(path.dirname(target), `.writer-${path.basename(target)}`);
+    writeFileSync(tmp, text);
+    renameSync(tmp, target);
+  }
+
+  putFixture(name: string, as = name): void {
+    this.put(as, fixture(name));
+  }
+
+  read(file: string): string {
+    return readFileSync(path.isAbsolute(file) ? file : this.net(file), 'utf8');
+  }
+
+  /** True when the file holds our plugin last, exactly once. */
+  isChained(file: string): boolean {
+    try {
+      const doc = JSON.parse(this.read(file)) as { plugins?: JsonObject[] };
+      const plugins = doc.plugins ?? [];
+      return JSON.stringify(plugins.at(-1)) === JSON.stringify(this.plugin) && plugins.filter((p) => p.type === this.plugin.type).length === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  holdsPlugin(file: string): boolean {
+    return this.read(file).includes(`"${String(this.plugin.type)}"`);
+  }
+
+  start(extra: NodeJS.ProcessEnv = {}, args: string[] = ['run']): DaemonProcess {
+    const child = spawn(process.execPath, [cliFile, ...args], { env: this.env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+    return new DaemonProcess(child);
+  }
+
+  /** Starts the daemon and waits until its first scan is done. */
+  async started(extra: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
+    const daemon = this.start(extra);
+    await daemon.waitLog('started');
+    return daemon;
+  }
+
+  cli(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<Finished> {
+    return runProcess(process.execPath, [cliFile, ...args], { env: this.env(extra) });
+  }
+}

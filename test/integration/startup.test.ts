@@ -1,0 +1,188 @@
+// `cni-chainer run` start-up, against real files and the real CLI.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { cliFile } from '../helpers/addon-path.js';
+import { fixture, fixtureNames } from '../helpers/fixtures.js';
+import { NodeHost } from '../helpers/node-host.js';
+import { runProcess } from '../helpers/run-node.js';
+import { waitFor } from '../helpers/wait.js';
+
+describe('start-up', () => {
+  it('chains every pre-existing config, upgrading .conf files, and installs binaries and kubeconfig first', async () => {
+    const host = new NodeHost();
+    for (const name of fixtureNames) host.putFixture(name);
+    const daemon = await host.started();
+    const expected = fixtureNames.map((n) => n.replace(/\.conf$/, '.conflist'));
+    await waitFor(() => expected.every((n) => host.isChained(n)), 'every config chained');
+    for (const conf of fixtureNames.filter((n) => n.endsWith('.conf'))) expect(existsSync(host.net(conf))).toBe(false);
+    // 10-calico.conf and 10-calico.conflist both exist in the fixtures: the .conf upgrade wins the name.
+    expect(host.read('10-calico.conflist')).toContain('"cniVersion": "0.3.1"');
+
+    expect(readFileSync(path.join(host.binDir, 'linkerd-cni'), 'utf8')).toContain('linkerd-cni');
+    expect(statSync(path.join(host.binDir, 'linkerd-cni')).mode & 0o777).toBe(0o755);
+    const kubeconfig = host.net('ZZZ-linkerd-cni-kubeconfig');
+    expect(statSync(kubeconfig).mode & 0o777).toBe(0o600);
+    expect(parse(readFileSync(kubeconfig, 'utf8')).users[0].user.token).toBe('token-1');
+
+    const order = daemon.logs.items.map((l) => l.msg);
+    expect(order.indexOf('installed plugin binaries')).toBeLessThan(order.indexOf('watching config directory'));
+    expect(order.indexOf('wrote kubeconfig')).toBeLessThan(order.indexOf('watching config directory'));
+    expect(order.indexOf('watching config directory')).toBeLessThan(order.indexOf('chained plugin into config'));
+    expect(await host.cli(['check'])).toMatchObject({ code: 0 });
+  });
+
+  it('chains a file written at any moment during start-up (20 starts)', async () => {
+    for (let i = 0; i < 20; i++) {
+      const host = new NodeHost({ token: false });
+      const daemon = host.start();
+      // The file lands somewhere between process start and well after the first scan.
+      await new Promise((resolve) => setTimeout(resolve, (i * 7) % 120));
+      host.putFixture('10-flannel.conflist');
+      await daemon.waitLog('started');
+      await waitFor(() => host.isChained('10-flannel.conflist'), `the file chained in start ${i}`);
+      await daemon.stop('SIGKILL');
+    }
+  });
+
+  it('does not rewrite anything on a restart', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const first = await host.started();
+    await waitFor(() => host.isChained('10-calico.conflist'), 'chained');
+    await first.stop('SIGKILL');
+    const before = statSync(host.net('10-calico.conflist'));
+    const kubeBefore = statSync(host.net('ZZZ-linkerd-cni-kubeconfig'));
+    const binBefore = statSync(path.join(host.binDir, 'linkerd-cni'));
+    const second = await host.started();
+    await second.stop('SIGKILL');
+    expect(second.count('chained plugin into config')).toBe(0);
+    expect(second.count('wrote kubeconfig')).toBe(0);
+    const after = statSync(host.net('10-calico.conflist'));
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
+    expect(statSync(host.net('ZZZ-linkerd-cni-kubeconfig')).ino).toBe(kubeBefore.ino);
+    expect(statSync(path.join(host.binDir, 'linkerd-cni')).ino).toBe(binBefore.ino);
+  });
+
+  it('waits for a missing net.d, then watches it once it is created', async () => {
+    const host = new NodeHost({ netDir: false });
+    const daemon = await host.started();
+    expect(daemon.logs.items.some((l) => l.msg === 'config directory does not exist yet: waiting for it')).toBe(true);
+    mkdirSync(host.netDir, { recursive: true });
+    host.putFixture('10-aws.conflist');
+    await waitFor(() => host.isChained('10-aws.conflist'), 'chained after net.d appeared');
+    await waitFor(() => existsSync(host.net('ZZZ-linkerd-cni-kubeconfig')), 'kubeconfig written once net.d exists');
+  });
+
+  it('waits through several missing levels (/etc and /etc/cni do not exist either)', async () => {
+    const host = new NodeHost({ netDir: false });
+    const daemon = await host.started();
+    await daemon.waitLog((l) => l.msg === 'config directory does not exist yet: waiting for it' && l.watching === '/');
+    mkdirSync(path.dirname(path.dirname(host.netDir)));
+    await daemon.waitLog((l) => l.msg === 'config directory does not exist yet: waiting for it' && l.watching === '/etc');
+    mkdirSync(path.dirname(host.netDir));
+    await daemon.waitLog((l) => l.msg === 'config directory does not exist yet: waiting for it' && l.watching === '/etc/cni');
+    mkdirSync(host.netDir);
+    host.putFixture('10-flannel.conflist');
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+  });
+
+  it('writes no kubeconfig outside a pod (no token)', async () => {
+    const host = new NodeHost({ token: false });
+    host.putFixture('10-flannel.conflist');
+    await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect(existsSync(host.net('ZZZ-linkerd-cni-kubeconfig'))).toBe(false);
+  });
+});
+
+describe('bad input at start', () => {
+  it.each([
+    ['HEALTH_PORT', 'ninety'],
+    ['CONTAINER_MOUNT_PREFIX', 'relative/path'],
+    ['WATCH_BACKEND', 'polling'],
+    ['CNI_NETWORK_CONFIG_FILE', 'not/absolute'],
+  ])('exits 2 naming %s', async (name, value) => {
+    const host = new NodeHost();
+    const result = await host.cli(['run'], { [name]: value });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(new RegExp(`^cni-chainer: invalid configuration: ${name}: `, 'm'));
+  });
+
+  it('exits 2 when no plugin config is given', async () => {
+    const host = new NodeHost();
+    const result = await host.cli(['run'], { CNI_NETWORK_CONFIG_FILE: '' });
+    expect(result).toMatchObject({ code: 2 });
+    expect(result.stderr).toContain('CNI_NETWORK_CONFIG: required');
+  });
+
+  it('exits 2 when a token exists but KUBERNETES_SERVICE_HOST is not set', async () => {
+    const host = new NodeHost();
+    const result = await host.cli(['run'], { KUBERNETES_SERVICE_HOST: '' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('KUBERNETES_SERVICE_HOST');
+  });
+
+  it('exits 2 on an unknown argument, 0 on --help and --version', async () => {
+    const host = new NodeHost();
+    expect((await host.cli(['frobnicate'])).code).toBe(2);
+    expect(await host.cli(['--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('Usage: cni-chainer') });
+    expect(await host.cli(['--version'])).toMatchObject({ code: 0, stdout: expect.stringMatching(/^\d+\.\d+\.\d+\n$/) });
+  });
+
+  const canUnshare = spawnSync('unshare', ['-Ur', 'true']).status === 0;
+  it.skipIf(!canUnshare)('exits 1 naming the sysctl when the inotify instance limit is reached', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const env = Object.entries(host.env()).map(([k, v]) => `${k}=${v}`);
+    const result = await runProcess('unshare', ['-Ur', 'sh', '-c', 'echo 0 > /proc/sys/user/max_inotify_instances && exec env "$@"', 'sh', ...env, process.execPath, cliFile, 'run']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('fs.inotify.max_user_instances');
+    expect(result.stdout).not.toContain('"msg":"started"');
+    expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
+  });
+
+  it('leaves the config alone when the plugin binary directory is missing', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const result = await host.cli(['run'], { CONTAINER_CNI_BIN_DIR: '/nonexistent-bin-dir' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('ENOENT');
+    expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
+  });
+});
+
+describe('health endpoints', () => {
+  it('serves /healthz, /readyz and /metrics', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    host.put('20-broken.conflist', '{"plugins": [');
+    const port = 20_000 + (process.pid % 20_000);
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    const get = async (p: string) => {
+      const res = await fetch(`http://127.0.0.1:${port}${p}`);
+      return { status: res.status, body: await res.text() };
+    };
+    expect(await get('/healthz')).toEqual({ status: 200, body: 'ok\n' });
+    const notReady = await waitFor(async () => {
+      const r = await get('/readyz');
+      return r.body.includes('20-broken.conflist') && r;
+    }, 'readyz naming the broken file');
+    expect(notReady.status).toBe(503);
+    expect(notReady.body).toContain('20-broken.conflist: invalid');
+    host.put('20-broken.conflist', fixture('10-flannel.conflist'));
+    await waitFor(async () => (await get('/readyz')).status === 200, 'ready once the file is valid and chained');
+    const metrics = (await get('/metrics')).body;
+    expect(metrics).toMatch(/^cni_chainer_patches_total 2$/m);
+    expect(metrics).toMatch(/^cni_chainer_parse_errors_total 1$/m);
+    expect(metrics).toMatch(/^cni_chainer_ready 1$/m);
+    expect(metrics).toMatch(/^cni_chainer_events_total\{kind="moved-in"\} \d+$/m);
+    expect(metrics).toMatch(/^cni_chainer_patch_latency_seconds_count 2$/m);
+    expect(metrics).toMatch(/^cni_chainer_kubeconfig_writes_total 1$/m);
+    expect(metrics).toMatch(/^cni_chainer_build_info\{version="\d+\.\d+\.\d+",backend="native",node="v\d+/m);
+    expect((await get('/nope')).status).toBe(404);
+    await daemon.stop();
+  });
+});
