@@ -1,0 +1,138 @@
+// Symlinked configs: patch the target, keep the link, stay inside the host root.
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fixture } from '../helpers/fixtures.js';
+import { NodeHost } from '../helpers/node-host.js';
+import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
+
+function expectLink(host: NodeHost, name: string, text: string): void {
+  expect(lstatSync(host.net(name)).isSymbolicLink()).toBe(true);
+  expect(readlinkSync(host.net(name))).toBe(text);
+}
+
+describe('symlinked configs', () => {
+  it('Cilium style, created before start: patches 05-cilium.conflist-current and keeps the link', async () => {
+    const host = new NodeHost();
+    host.putFixture('05-cilium.conflist', '05-cilium.conflist-current');
+    symlinkSync('05-cilium.conflist-current', host.net('05-cilium.conflist'));
+    await host.started();
+    await waitFor(() => host.isChained('05-cilium.conflist-current'), 'target chained');
+    expectLink(host, '05-cilium.conflist', '05-cilium.conflist-current');
+  });
+
+  it('Cilium style, created after start, then the target rewritten by the primary CNI', async () => {
+    const host = new NodeHost();
+    await host.started();
+    host.putFixture('05-cilium.conflist', '05-cilium.conflist-current');
+    symlinkSync('05-cilium.conflist-current', host.net('05-cilium.conflist'));
+    await waitFor(() => host.isChained('05-cilium.conflist-current'), 'target chained');
+    host.putFixture('05-cilium.conflist', '05-cilium.conflist-current'); // by rename
+    await waitFor(() => host.isChained('05-cilium.conflist-current'), 'chained after rename over the target');
+    writeFileSync(host.net('05-cilium.conflist-current'), fixture('05-cilium.conflist')); // in place
+    await waitFor(() => host.isChained('05-cilium.conflist-current'), 'chained after in-place rewrite');
+    expectLink(host, '05-cilium.conflist', '05-cilium.conflist-current');
+  });
+
+  it('absolute target in another directory (OKE style): resolved inside the host root, watched, link re-created', async () => {
+    const host = new NodeHost();
+    const targetDir = host.disk('/var/lib/oke/cni');
+    mkdirSync(targetDir, { recursive: true });
+    host.put(path.join(targetDir, 'net.conflist'), fixture('10-flannel.conflist'));
+    await host.started();
+    symlinkSync('/var/lib/oke/cni/net.conflist', host.net('10-oke.conflist'));
+    await waitFor(() => host.isChained(path.join(targetDir, 'net.conflist')), 'target chained');
+    const linkIno = lstatSync(host.net('10-oke.conflist')).ino;
+    host.put(path.join(targetDir, 'net.conflist'), fixture('10-flannel.conflist'));
+    await waitFor(() => host.isChained(path.join(targetDir, 'net.conflist')), 're-chained after the target was rewritten');
+    expectLink(host, '10-oke.conflist', '/var/lib/oke/cni/net.conflist');
+    // The runtime watches net.d only: the link was re-created so that it sees an event.
+    await waitFor(() => lstatSync(host.net('10-oke.conflist')).ino !== linkIno, 'the link re-created');
+    expect(readdirSync(targetDir)).toEqual(['net.conflist']);
+  });
+
+  it('follows a retargeted link (ln -sfn)', async () => {
+    const host = new NodeHost();
+    await host.started();
+    host.putFixture('10-flannel.conflist', 'a.conflist-v1');
+    host.putFixture('10-aws.conflist', 'a.conflist-v2');
+    symlinkSync('a.conflist-v1', host.net('10-a.conflist'));
+    await waitFor(() => host.isChained('a.conflist-v1'), 'v1 chained');
+    symlinkSync('a.conflist-v2', host.net('.10-a.conflist.new'));
+    renameSync(host.net('.10-a.conflist.new'), host.net('10-a.conflist'));
+    await waitFor(() => host.isChained('a.conflist-v2'), 'v2 chained');
+    // v1 is no longer a config: rewriting it must not be patched.
+    host.putFixture('10-flannel.conflist', 'a.conflist-v1');
+    host.putFixture('10-flannel.conflist', '10-marker.conflist');
+    await waitFor(() => host.isChained('10-marker.conflist'), 'marker');
+    expect(host.holdsPlugin('a.conflist-v1')).toBe(false);
+  });
+
+  it('follows a dangling link down as its missing directories and then its target are created', async () => {
+    const host = new NodeHost();
+    symlinkSync('/run/cni/ready/05-cilium.conflist', host.net('05-cilium.conflist'));
+    // No resync: the first missing component's directory is watched, level by level.
+    const daemon = await host.started({ RESYNC_INTERVAL_S: '0' });
+    await daemon.waitLog((l) => l.file === '05-cilium.conflist' && l.status === 'dangling');
+    mkdirSync(host.disk('/run/cni/ready'), { recursive: true });
+    host.put(host.disk('/run/cni/ready/05-cilium.conflist'), fixture('05-cilium.conflist'));
+    await waitFor(() => host.isChained(host.disk('/run/cni/ready/05-cilium.conflist')), 'target chained');
+  });
+
+  it('patches a dangling target as soon as it appears in a directory that exists', async () => {
+    const host = new NodeHost();
+    mkdirSync(host.disk('/run/cni'), { recursive: true });
+    symlinkSync('../../../run/cni/05-cilium.conflist', host.net('05-cilium.conflist'));
+    const daemon = await host.started();
+    await daemon.waitLog((l) => l.file === '05-cilium.conflist' && l.status === 'dangling');
+    host.put(host.disk('/run/cni/05-cilium.conflist'), fixture('05-cilium.conflist'));
+    await waitFor(() => host.isChained(host.disk('/run/cni/05-cilium.conflist')), 'target chained');
+  });
+
+  it('never writes outside the host root: absolute and .. escapes land inside it, loops are skipped', async () => {
+    const host = new NodeHost();
+    // Sentinels outside the host root, where a naive resolver would go.
+    const outside = tempDir('cni-chainer-outside-');
+    const sentinel = path.join(outside, 'x.conflist');
+    writeFileSync(sentinel, fixture('10-flannel.conflist'));
+    symlinkSync(sentinel, host.net('10-abs.conflist')); // absolute: means <root><outside>/x.conflist
+    symlinkSync(`../../../../../../../../../..${sentinel}`, host.net('10-dots.conflist'));
+    symlinkSync('20-loop-b.conflist', host.net('20-loop-a.conflist'));
+    symlinkSync('20-loop-a.conflist', host.net('20-loop-b.conflist'));
+    const inside = host.disk(sentinel);
+    mkdirSync(path.dirname(inside), { recursive: true });
+    writeFileSync(inside, fixture('10-flannel.conflist'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained(inside), 'the in-root copy chained');
+    await daemon.waitLog((l) => l.file === '20-loop-a.conflist' && l.status === 'loop');
+    expect(readFileSync(sentinel, 'utf8')).toBe(fixture('10-flannel.conflist'));
+    expect(readdirSync(outside)).toEqual(['x.conflist']);
+    expect(readlinkSync(host.net('20-loop-a.conflist'))).toBe('20-loop-b.conflist');
+    // Still alive and working.
+    host.putFixture('10-aws.conflist');
+    await waitFor(() => host.isChained('10-aws.conflist'), 'later config chained');
+    await daemon.stop();
+    expect(readFileSync(sentinel, 'utf8')).toBe(fixture('10-flannel.conflist'));
+  });
+
+  it('skips a link to a directory', async () => {
+    const host = new NodeHost();
+    mkdirSync(host.disk('/some/dir'), { recursive: true });
+    symlinkSync('/some/dir', host.net('10-dir.conflist'));
+    const daemon = await host.started();
+    await daemon.waitLog((l) => l.file === '10-dir.conflist' && l.status === 'not-regular');
+  });
+
+  it('unpatches targets of links on SIGTERM and keeps the links', async () => {
+    const host = new NodeHost();
+    host.putFixture('05-cilium.conflist', '05-cilium.conflist-current');
+    symlinkSync('05-cilium.conflist-current', host.net('05-cilium.conflist'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('05-cilium.conflist-current'), 'chained');
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+    expect(JSON.parse(host.read('05-cilium.conflist-current'))).toEqual(JSON.parse(fixture('05-cilium.conflist')));
+    expectLink(host, '05-cilium.conflist', '05-cilium.conflist-current');
+    rmSync(host.net('05-cilium.conflist'));
+  });
+});
