@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import { createWatcher } from '../watch/create-watcher.js';
 import type { WatchEvent, Watcher } from '../watch/watcher.js';
 import { installBinaries, removeBinaries } from './binaries.js';
+import { CoalescingQueue } from './coalescing-queue.js';
 import type { Metrics } from './metrics.js';
 import { OWNER_FILE_NAME, Ownership } from './ownership.js';
 import { Readiness } from './readiness.js';
@@ -32,6 +33,11 @@ export class Daemon {
   private readonly kubeconfig: KubeconfigFile;
   private readonly ownership: Ownership;
   private readonly settle = new SettleTimers();
+  // Token rotation and binary checks come in bursts of events: one run at a time, coalesced.
+  private readonly chores = new CoalescingQueue(
+    (chore) => (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries()),
+    (chore, err) => this.log.error({ chore, code: errCode(err), err: (err as Error).message }, 'background task failed'),
+  );
   private installed: string[] = [];
   private armed = false; // net.d itself is watched
   private waitingIn: string | undefined; // the ancestor watched while net.d does not exist
@@ -116,7 +122,7 @@ export class Daemon {
     this.settle.clear();
     this.reconciler.stop();
     await this.watcher.close();
-    await this.reconciler.drain();
+    await Promise.all([this.reconciler.drain(), this.chores.drain()]);
     const owner = this.ownership.currentOwner();
     if (this.passive || (owner !== undefined && owner !== this.instance)) {
       this.log.info({ owner }, 'another instance owns this node: leaving its configuration in place');
@@ -313,6 +319,17 @@ export class Daemon {
 
   private async syncKubeconfig(): Promise<void> {
     if (this.stopping || this.passive) return;
+    this.chores.trigger('kubeconfig');
+    await this.chores.drain();
+  }
+
+  private async reinstallBinaries(): Promise<void> {
+    if (this.stopping || this.passive) return;
+    this.chores.trigger('binaries');
+    await this.chores.drain();
+  }
+
+  private async writeKubeconfig(): Promise<void> {
     try {
       const result = await this.kubeconfig.sync();
       if (result === 'written') {
@@ -324,8 +341,7 @@ export class Daemon {
     }
   }
 
-  private async reinstallBinaries(): Promise<void> {
-    if (this.stopping || this.passive) return;
+  private async checkBinaries(): Promise<void> {
     try {
       const binaries = await installBinaries(this.config.containerBinDir, this.binDirOnDisk);
       const written = binaries.filter((b) => b.written).map((b) => b.name);

@@ -57,6 +57,7 @@ export class Reconciler {
   private readonly fights: FightDetector;
   private readonly queue: CoalescingQueue;
   private readonly lastWritten = new Map<string, string>(); // file on disk → sha256 of what we wrote
+  private readonly revertCounted = new Set<string>(); // files whose current revert is already counted
   private readonly lastProblem = new Map<string, string>(); // config name → the problem last logged
   private readonly firstEvent = new Map<string, bigint>(); // config name → when its pending work began
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
@@ -162,7 +163,7 @@ export class Reconciler {
       this.chained(name, source.file);
       return;
     }
-    if (this.lastWritten.has(source.file) && this.fightBackoff(name, source.file)) return;
+    if (this.fightBackoff(name, source.file)) return;
 
     const owner = { mode: stat.mode & 0o7777, uid: stat.uid, gid: stat.gid };
     const destName = conflistName(name);
@@ -178,6 +179,7 @@ export class Reconciler {
       return;
     }
     this.lastWritten.set(source.file, sha256(plan.text));
+    this.revertCounted.delete(source.file);
     this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
     this.deps.metrics.patches.inc();
     const target = source.linkText === undefined ? undefined : this.deps.root.fromDisk(source.file);
@@ -251,8 +253,13 @@ export class Reconciler {
     else this.queue.trigger(name); // rewritten meanwhile: convert the newer version
   }
 
-  /** Records a revert of our patch; true when the file is in backoff and must not be written now. */
+  /**
+   * Counts a revert of our patch (once per write of ours: a retry after the backoff sees the same
+   * revert again); true when the file is in backoff and must not be written now.
+   */
   private fightBackoff(name: string, file: string): boolean {
+    if (!this.lastWritten.has(file) || this.revertCounted.has(file)) return this.backingOff(name, file);
+    this.revertCounted.add(file);
     const verdict = this.fights.recordRevert(file);
     if (verdict.fightStarted) {
       this.deps.metrics.fights.inc();
@@ -261,6 +268,10 @@ export class Reconciler {
         'another writer keeps removing the plugin from this config (a primary CNI in exclusive mode, such as Cilium with cni.exclusive=true, or a restarting aws-node); backing off',
       );
     }
+    return this.backingOff(name, file);
+  }
+
+  private backingOff(name: string, file: string): boolean {
     const left = this.fights.backoffLeft(file);
     if (left === 0) return false;
     this.deps.metrics.backoffs.inc();

@@ -1,0 +1,215 @@
+// Shutdown, ownership across overlapping pods, crashes, fights, token rotation, uninstall and check.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { fixture } from '../helpers/fixtures.js';
+import { NodeHost } from '../helpers/node-host.js';
+import { waitFor } from '../helpers/wait.js';
+
+describe('shutdown', () => {
+  it('SIGTERM removes the plugin from every config, the kubeconfig and the binaries, and exits 0', async () => {
+    const host = new NodeHost();
+    for (const name of ['10-calico.conflist', '10-aws.conflist', '99-bridge.conf']) host.putFixture(name);
+    const daemon = await host.started();
+    await waitFor(() => ['10-calico.conflist', '10-aws.conflist', '99-bridge.conflist'].every((n) => host.isChained(n)), 'all chained');
+    const started = Date.now();
+    expect(await daemon.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(JSON.parse(host.read('10-calico.conflist'))).toEqual(JSON.parse(fixture('10-calico.conflist')));
+    expect(JSON.parse(host.read('10-aws.conflist'))).toEqual(JSON.parse(fixture('10-aws.conflist')));
+    expect(JSON.parse(host.read('99-bridge.conflist')).plugins).toEqual([JSON.parse(fixture('99-bridge.conf'))]);
+    expect(readdirSync(host.netDir).sort()).toEqual(['10-aws.conflist', '10-calico.conflist', '99-bridge.conflist']);
+    expect(readdirSync(host.binDir)).toEqual([]);
+  });
+
+  it('SIGINT does the same', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect(await daemon.stop('SIGINT')).toEqual({ code: 0, signal: null });
+    expect(host.read('10-flannel.conflist')).not.toContain('linkerd-cni');
+  });
+
+  it('an old instance stopping during an upgrade leaves the new instance its configuration', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const oldPod = await host.started();
+    await waitFor(() => host.isChained('10-calico.conflist'), 'chained by the old pod');
+    const newPod = await host.started();
+    await oldPod.waitLog('a newer instance has taken over this node: no longer patching, and no cleanup on exit');
+    expect(await oldPod.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(oldPod.count('removed plugin from config')).toBe(0);
+    expect(host.isChained('10-calico.conflist')).toBe(true);
+    expect(existsSync(host.net('ZZZ-linkerd-cni-kubeconfig'))).toBe(true);
+    expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(true);
+    host.putFixture('10-flannel.conflist');
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'the new pod keeps working');
+    expect(await newPod.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(host.holdsPlugin('10-calico.conflist')).toBe(false);
+  });
+
+  it('puts back a plugin binary that someone removed', async () => {
+    const host = new NodeHost();
+    const daemon = await host.started();
+    const binary = path.join(host.binDir, 'linkerd-cni');
+    await import('node:fs').then((fs) => fs.rmSync(binary));
+    await daemon.waitLog('plugin binaries were missing or changed: reinstalled');
+    expect(existsSync(binary)).toBe(true);
+  });
+
+  it('SIGKILL in the middle of a storm leaves only complete files: every config parses', async () => {
+    const host = new NodeHost();
+    const daemon = await host.started();
+    // A separate process writes 300 configs and rewrites them, as fast as it can.
+    const writer = spawn(process.execPath, [
+      '-e',
+      `const fs = require('fs'); const dir = ${JSON.stringify(host.netDir)}; const text = ${JSON.stringify(fixture('10-calico.conflist'))};
+       for (let round = 0; round < 3; round++) for (let i = 0; i < 300; i++) {
+         fs.writeFileSync(dir + '/.w' + i, text); fs.renameSync(dir + '/.w' + i, dir + '/' + String(i).padStart(3, '0') + '-x.conflist');
+       }`,
+    ]);
+    const written = new Promise((resolve) => writer.on('close', resolve));
+    await daemon.waitLog('chained plugin into config');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await daemon.stop('SIGKILL');
+    await written;
+    const configs = readdirSync(host.netDir).filter((n) => n.endsWith('.conflist'));
+    expect(configs).toHaveLength(300);
+    let chained = 0;
+    for (const name of configs) {
+      const doc = JSON.parse(host.read(name)) as { plugins: unknown[] };
+      expect(doc.plugins.length).toBeGreaterThanOrEqual(2);
+      if (host.isChained(name)) chained++;
+    }
+    expect(chained).toBeGreaterThan(0);
+    // A restart chains whatever the killed instance had not reached yet.
+    await host.started();
+    await waitFor(() => configs.every((n) => host.isChained(n)), 'all chained after restart');
+  });
+});
+
+describe('fights', () => {
+  it('backs off from a writer that keeps reverting the patch, warns once, and is not ready meanwhile', async () => {
+    const host = new NodeHost();
+    const port = 20_000 + ((process.pid + 7) % 20_000);
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    const original = fixture('10-aws.conflist');
+    host.put('10-aws.conflist', original);
+    // The "aws-node" of this test: whenever the plugin shows up, it writes its own version back.
+    const fighter = spawn(process.execPath, [
+      '-e',
+      `const fs = require('fs'); const f = ${JSON.stringify(host.net('10-aws.conflist'))}; const text = ${JSON.stringify(original)};
+       const end = Date.now() + 1200; let reverts = 0;
+       const t = setInterval(() => { if (Date.now() > end) { clearInterval(t); console.log(reverts); return; }
+         if (fs.readFileSync(f, 'utf8').includes('linkerd-cni')) { fs.writeFileSync(f + '.tmp', text); fs.renameSync(f + '.tmp', f); reverts++; } }, 2);`,
+    ]);
+    let reverts = '';
+    fighter.stdout.on('data', (c: Buffer) => (reverts += c.toString()));
+    const fought = new Promise((resolve) => fighter.on('close', resolve));
+    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer keeps removing the plugin'));
+    const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.text()).toContain('10-aws.conflist: backoff');
+    await fought;
+    // Once the fighter gives up, the backoff expires and the file is chained again.
+    await waitFor(() => host.isChained('10-aws.conflist'), 'chained after the fight', 20_000);
+    const warnings = daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer keeps removing'));
+    expect(warnings).toHaveLength(1);
+    const patches = daemon.count('chained plugin into config');
+    // Without backoff every revert (one per ~2 ms for 1.2 s) would be answered by a write.
+    expect(patches).toBeLessThan(20);
+    expect(Number(reverts)).toBeGreaterThanOrEqual(5);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/^cni_chainer_fights_total 1$/m);
+    expect(metrics).toMatch(/^cni_chainer_backoffs_total [1-9]\d*$/m);
+  });
+});
+
+describe('kubeconfig', () => {
+  it('is rewritten when the service-account token rotates (..data swap)', async () => {
+    const host = new NodeHost({ token: false });
+    // The kubelet's layout: ..data -> ..<timestamp>/, token -> ..data/token.
+    const sa = host.saDir;
+    mkdirSync(path.join(sa, '..2026_12_02_01'));
+    writeFileSync(path.join(sa, '..2026_12_02_01', 'token'), 'first-token');
+    writeFileSync(path.join(sa, '..2026_12_02_01', 'ca.crt'), 'CA1');
+    symlinkSync('..2026_12_02_01', path.join(sa, '..data'));
+    symlinkSync('..data/token', path.join(sa, 'token'));
+    symlinkSync('..data/ca.crt', path.join(sa, 'ca.crt'));
+    const daemon = await host.started();
+    const kubeconfig = () => parse(readFileSync(host.net('ZZZ-linkerd-cni-kubeconfig'), 'utf8'));
+    expect(kubeconfig().users[0].user.token).toBe('first-token');
+    mkdirSync(path.join(sa, '..2026_12_02_02'));
+    writeFileSync(path.join(sa, '..2026_12_02_02', 'token'), 'second-token');
+    writeFileSync(path.join(sa, '..2026_12_02_02', 'ca.crt'), 'CA1');
+    symlinkSync('..2026_12_02_02', path.join(sa, '..data_tmp'));
+    renameSync(path.join(sa, '..data_tmp'), path.join(sa, '..data'));
+    await waitFor(() => kubeconfig().users[0].user.token === 'second-token', 'kubeconfig with the new token');
+    expect(kubeconfig().clusters[0].cluster['certificate-authority-data']).toBe(Buffer.from('CA1').toString('base64'));
+    await waitFor(() => daemon.count('wrote kubeconfig') === 2, 'the second "wrote kubeconfig" line');
+    expect(daemon.count('wrote kubeconfig')).toBe(2);
+  });
+
+  it('is written back when deleted, and uses brackets for an IPv6 API server', async () => {
+    const host = new NodeHost();
+    await host.started({ KUBERNETES_SERVICE_HOST: 'fd00:10:96::1' });
+    const file = host.net('ZZZ-linkerd-cni-kubeconfig');
+    expect(parse(readFileSync(file, 'utf8')).clusters[0].cluster.server).toBe('https://[fd00:10:96::1]:443');
+    await import('node:fs').then((fs) => fs.rmSync(file));
+    await waitFor(() => existsSync(file), 'kubeconfig back');
+  });
+});
+
+describe('uninstall and check', () => {
+  it('check reports each config and exits 1 until the loaded one is chained', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    host.putFixture('05-cilium.conflist', '05-cilium.conflist-current');
+    symlinkSync('05-cilium.conflist-current', host.net('05-cilium.conflist'));
+    host.put('20-broken.conflist', '{');
+    const before = await host.cli(['check', '--json']);
+    expect(before.code).toBe(1);
+    const report = JSON.parse(before.stdout);
+    expect(report).toMatchObject({ netDirExists: true, loaded: '05-cilium.conflist', chained: false });
+    expect(report.configs.map((c: { name: string; state: string }) => [c.name, c.state])).toEqual([
+      ['05-cilium.conflist', 'not-chained'],
+      ['10-calico.conflist', 'not-chained'],
+      ['20-broken.conflist', 'invalid'],
+    ]);
+    expect(report.configs[0].symlink).toEqual({ text: '05-cilium.conflist-current', target: '/etc/cni/net.d/05-cilium.conflist-current' });
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('05-cilium.conflist-current') && host.isChained('10-calico.conflist'), 'chained');
+    await daemon.stop('SIGKILL');
+    const after = await host.cli(['check']);
+    expect(after.code).toBe(0);
+    expect(after.stdout).toContain('chained: the runtime loads 05-cilium.conflist');
+    expect(readdirSync(host.netDir)).toContain('20-broken.conflist');
+  });
+
+  it('uninstall removes everything run installed (after a crash left it behind)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    host.putFixture('05-cilium.conflist', '05-cilium.conflist-current');
+    symlinkSync('05-cilium.conflist-current', host.net('05-cilium.conflist'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-calico.conflist') && host.isChained('05-cilium.conflist-current'), 'chained');
+    await daemon.stop('SIGKILL');
+    const result = await host.cli(['uninstall']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(host.read('10-calico.conflist'))).toEqual(JSON.parse(fixture('10-calico.conflist')));
+    expect(JSON.parse(host.read('05-cilium.conflist-current'))).toEqual(JSON.parse(fixture('05-cilium.conflist')));
+    expect(readdirSync(host.netDir).sort()).toEqual(['05-cilium.conflist', '05-cilium.conflist-current', '10-calico.conflist']);
+    expect(readdirSync(host.binDir)).toEqual([]);
+    expect((await host.cli(['check'])).code).toBe(1);
+    expect((await host.cli(['uninstall'])).code).toBe(0); // idempotent
+  });
+
+  it('check says so when net.d does not exist', async () => {
+    const host = new NodeHost({ netDir: false });
+    const result = await host.cli(['check']);
+    expect(result).toMatchObject({ code: 1, stdout: expect.stringContaining('does not exist') });
+  });
+});
