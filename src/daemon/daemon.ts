@@ -242,7 +242,7 @@ export class Daemon {
       } catch (err) {
         if (errCode(err) !== 'ENOENT' && errCode(err) !== 'ENOTDIR') throw err;
       }
-      const ancestor = this.nearestExistingAncestor();
+      const ancestor = this.nearestExisting(path.dirname(this.netDirOnDisk));
       if (ancestor !== this.waitingIn) {
         if (this.waitingIn !== undefined) await this.watcher.unwatch(this.waitingIn);
         this.waitingIn = undefined;
@@ -256,8 +256,8 @@ export class Daemon {
         this.readiness.block('netdir', `waiting for ${this.config.netDir} to exist`);
         this.log.info({ dir: this.config.netDir, watching: this.root.fromDisk(ancestor) }, 'config directory does not exist yet: waiting for it');
       }
-      // Created between the failed watch and the ancestor's watch? Then try again, else wait for events.
-      if (this.nearestExistingAncestor() === ancestor) return;
+      // A level created between the failed watch and the ancestor's watch sends no event: look again.
+      if (this.nearestExisting(this.netDirOnDisk) === ancestor) return;
     }
     if (this.waitingIn !== undefined) await this.watcher.unwatch(this.waitingIn);
     this.waitingIn = undefined;
@@ -281,8 +281,8 @@ export class Daemon {
     this.rescan('start');
   }
 
-  private nearestExistingAncestor(): string {
-    let dir = path.dirname(this.netDirOnDisk);
+  /** `dir` itself if it exists, else its nearest existing ancestor. */
+  private nearestExisting(dir: string): string {
     while (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
       const parent = path.dirname(dir);
       if (parent === dir) break;
