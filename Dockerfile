@@ -18,6 +18,9 @@ RUN npm ci && npm prune --omit=dev
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# libuv's pool runs the patches' fsyncs; a larger one lets a storm's fsyncs share journal commits.
+# It must be set before Node starts (Node 20 creates the pool while loading the entry module).
+ENV UV_THREADPOOL_SIZE=16
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/build/Release/inotify.node ./build/Release/inotify.node

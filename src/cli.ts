@@ -1,10 +1,6 @@
 #!/usr/bin/env node
 // Entry point: argument parsing and exit codes. 0 ok, 1 failure (or `check`: not chained), 2 bad usage
 // or configuration.
-
-// libuv's pool runs our fsyncs; sized before its first use so a storm of patches can overlap them.
-process.env.UV_THREADPOOL_SIZE ??= '16';
-
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
 import { createLogger } from './log.js';

@@ -354,11 +354,11 @@ export class Daemon {
   /** Logs and exports readiness changes; called after events and passes. */
   updateReadiness(): void {
     if (this.stopping) return;
-    const report = this.readiness.report();
-    this.metrics.ready.set(report.ready ? 1 : 0);
-    if (report.ready === this.lastReady) return;
-    this.lastReady = report.ready;
-    if (report.ready) this.log.info('ready: every config is chained');
-    else this.log.info({ reasons: report.reasons }, 'not ready');
+    const ready = this.readiness.ready;
+    if (ready === this.lastReady) return;
+    this.lastReady = ready;
+    this.metrics.ready.set(ready ? 1 : 0);
+    if (ready) this.log.info('ready: every config is chained');
+    else this.log.info({ reasons: this.readiness.report().reasons }, 'not ready');
   }
 }

@@ -21,13 +21,24 @@ export interface ReadinessReport {
 export class Readiness {
   private readonly configs = new Map<string, { status: ConfigStatus; detail?: string }>();
   private readonly blockers = new Map<string, string>();
+  // Kept up to date on every change, so that `ready` costs nothing after each of a storm's passes.
+  private notFine = 0;
 
   set(name: string, status: ConfigStatus, detail?: string): void {
+    this.delete(name);
     this.configs.set(name, { status, detail });
+    if (!FINE.has(status)) this.notFine++;
   }
 
   delete(name: string): void {
+    const old = this.configs.get(name);
+    if (old === undefined) return;
     this.configs.delete(name);
+    if (!FINE.has(old.status)) this.notFine--;
+  }
+
+  get ready(): boolean {
+    return this.blockers.size === 0 && this.notFine === 0;
   }
 
   statusOf(name: string): ConfigStatus | undefined {
@@ -40,6 +51,7 @@ export class Readiness {
 
   clearConfigs(): void {
     this.configs.clear();
+    this.notFine = 0;
   }
 
   /** A daemon-wide reason not to be ready (starting, net dir missing, superseded); undefined clears it. */

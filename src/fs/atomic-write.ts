@@ -6,13 +6,18 @@
 // newer write to our patch of an older copy. With `expect`, the swap is renameat2(RENAME_EXCHANGE):
 // afterwards the temp name holds exactly what we replaced, so if that is not what we read, a newer
 // write landed in between and we swap it straight back and report 'stale'.
-import { closeSync, constants, fchmodSync, fchownSync, fsync, openSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
+//
+// Everything that may wait on the filesystem journal (creating, syncing, unlinking) runs on libuv's
+// thread pool, so that during a storm the event loop keeps dispatching other files' patches and
+// their fsyncs share journal commits instead of queueing behind each other.
+import { constants, readFileSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
+import { open, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { tempNameFor } from '../cni/names.js';
 import { addon, IN } from '../watch/addon.js';
+import { fsyncDir } from './dir-sync.js';
 
-const fsyncAsync = promisify(fsync);
+export { fsyncDir };
 
 export interface AtomicWriteOptions {
   mode: number;
@@ -44,15 +49,6 @@ export function contentIs(file: string, expected: Buffer): boolean {
   } catch (err) {
     if (errCode(err) === 'ENOENT') return false;
     throw err;
-  }
-}
-
-export async function fsyncDir(dir: string): Promise<void> {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await fsyncAsync(fd);
-  } finally {
-    closeSync(fd);
   }
 }
 
@@ -99,28 +95,24 @@ function landReplacing(tmp: string, file: string, expected: Buffer): Landing {
   return 'renamed';
 }
 
-function writeAll(fd: number, data: Buffer): void {
-  for (let offset = 0; offset < data.length; ) offset += writeSync(fd, data, offset, data.length - offset);
-}
-
 export async function writeFileAtomic(file: string, data: string | Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
   const dir = path.dirname(file);
   const tmp = path.join(dir, tempNameFor(path.basename(file)));
   const bytes = typeof data === 'string' ? Buffer.from(data) : data;
   let tmpExists = false;
   try {
-    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    const handle = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     tmpExists = true;
     try {
-      writeAll(fd, bytes);
-      fchmodSync(fd, options.mode);
+      await handle.writeFile(bytes);
+      await handle.chmod(options.mode);
       const { uid, gid } = options;
       if (uid !== undefined && gid !== undefined && (uid !== process.getuid?.() || gid !== process.getgid?.())) {
-        fchownSync(fd, uid, gid);
+        await handle.chown(uid, gid);
       }
-      await fsyncAsync(fd);
+      await handle.sync();
     } finally {
-      closeSync(fd);
+      await handle.close();
     }
     let landing: Landing;
     if (options.expect === undefined) {
@@ -132,18 +124,12 @@ export async function writeFileAtomic(file: string, data: string | Buffer, optio
       landing = landReplacing(tmp, file, options.expect);
     }
     if (landing === 'stale') return 'stale';
-    if (landing === 'exchanged') unlinkSync(tmp); // the old version, now under the temp name
     tmpExists = false;
-    await fsyncDir(dir);
+    // The old version, now under the temp name, goes while the directory sync is under way.
+    await Promise.all([landing === 'exchanged' ? unlink(tmp) : undefined, fsyncDir(dir)]);
     return 'written';
   } finally {
-    if (tmpExists) {
-      try {
-        unlinkSync(tmp);
-      } catch {
-        // Already gone: nothing is left behind either way.
-      }
-    }
+    if (tmpExists) await unlink(tmp).catch(() => {}); // already gone: nothing is left behind either way
   }
 }
 

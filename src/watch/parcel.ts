@@ -1,13 +1,21 @@
 // The `parcel` backend: @parcel/watcher, the portable fallback and the benchmark's peer.
 // It reports create/update/delete only, recursively and batched, so every create or update is treated
 // as a complete write; a half-written file simply fails to parse and is retried on its next event.
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import parcel from '@parcel/watcher';
+import type * as Parcel from '@parcel/watcher';
 import type { WatchErrorListener, WatchEvent, Watcher, WatchListener } from './watcher.js';
+
+// Loaded on first use only: its native module costs memory on every node that runs the default backend.
+let parcelModule: typeof Parcel | undefined;
+function parcel(): typeof Parcel {
+  parcelModule ??= createRequire(import.meta.url)('@parcel/watcher') as typeof Parcel;
+  return parcelModule;
+}
 
 export class ParcelWatcher implements Watcher {
   readonly backend = 'parcel' as const;
-  private readonly subscriptions = new Map<string, parcel.AsyncSubscription>();
+  private readonly subscriptions = new Map<string, Parcel.AsyncSubscription>();
 
   constructor(
     private readonly onEvents: WatchListener,
@@ -16,7 +24,7 @@ export class ParcelWatcher implements Watcher {
 
   async watch(dir: string): Promise<void> {
     if (this.subscriptions.has(dir)) return;
-    const subscription = await parcel.subscribe(dir, (error, events) => {
+    const subscription = await parcel().subscribe(dir, (error, events) => {
       if (error) {
         // Whatever failed, events may be lost: the daemon answers an overflow with a full rescan.
         this.onEvents([{ kind: 'overflow', dir: '', name: '', cookie: 0, isDir: false }]);
