@@ -4,6 +4,7 @@
 //
 //   npm run bench -- [--files 1000] [--rewrite-files 200] [--rewrites 5] [--paced 200]
 //                    [--interval-ms 5] [--idle-s 10] [--backends native,parcel] [--out bench/results]
+//                    [--tmp DIR]
 import { execFileSync } from 'node:child_process';
 import { cpus, tmpdir } from 'node:os';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -34,6 +35,9 @@ const INTERVAL_MS = Number(option('interval-ms', '5'));
 const IDLE_S = Number(option('idle-s', '10'));
 const BACKENDS = option('backends', 'native,parcel').split(',') as WatchBackendName[];
 const OUT = path.resolve(option('out', path.join(repo, 'bench', 'results')));
+// Where the scratch host tree lives: the default temp dir (a disk, where fsync costs a journal
+// commit), or e.g. /dev/shm (tmpfs, where fsync is free) to see the agent's own overhead.
+const TMP = option('tmp', tmpdir());
 
 const PLUGIN = readFileSync(path.join(repo, 'test', 'fixtures', 'plugin', 'linkerd-cni.json'), 'utf8');
 const PRIMARY = readFileSync(path.join(repo, 'test', 'fixtures', 'conflists', '10-calico.conflist'), 'utf8');
@@ -159,10 +163,15 @@ async function benchBackend(backend: WatchBackendName, scratch: string) {
   await agent.waitForLog('started');
 
   const pad = (i: number) => String(i).padStart(5, '0');
+  // Each phase starts on a quiet agent and disk: what one phase leaves behind (the events of the
+  // agent's own renames, the journal's backlog) must not be charged to the next.
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 1000));
   process.stderr.write(`[${backend}] storm: ${FILES} new files\n`);
   const storm = await phase(agent, observer, netDir, Array.from({ length: FILES }, (_, i) => `${pad(i)}-storm.conflist`), 1, 0);
+  await settle();
   process.stderr.write(`[${backend}] paced: ${PACED} new files, one every ${INTERVAL_MS} ms\n`);
   const paced = await phase(agent, observer, netDir, Array.from({ length: PACED }, (_, i) => `${pad(i)}-paced.conflist`), 1, INTERVAL_MS);
+  await settle();
   process.stderr.write(`[${backend}] rewrite storm: ${REWRITE_FILES} files x ${REWRITES}\n`);
   const rewriteNames = Array.from({ length: REWRITE_FILES }, (_, i) => `${pad(i)}-storm.conflist`);
   const rewrite = await phase(agent, observer, netDir, rewriteNames, REWRITES, 0);
@@ -212,7 +221,7 @@ function table(results: Result[]): string {
 function machine(dir: string): Record<string, string> {
   const fsType = (() => {
     try {
-      return execFileSync('stat', ['-f', '-c', '%T', dir], { encoding: 'utf8' }).trim();
+      return execFileSync('findmnt', ['-n', '-o', 'FSTYPE', '-T', dir], { encoding: 'utf8' }).trim();
     } catch {
       return 'unknown';
     }
@@ -221,7 +230,7 @@ function machine(dir: string): Record<string, string> {
 }
 
 async function main(): Promise<void> {
-  const scratch = mkdtempSync(path.join(tmpdir(), 'cni-chainer-bench-'));
+  const scratch = mkdtempSync(path.join(TMP, 'cni-chainer-bench-'));
   try {
     const results: Result[] = [];
     for (const backend of BACKENDS) results.push(await benchBackend(backend, scratch));
