@@ -13,6 +13,7 @@ import type { WatchEvent, Watcher } from '../watch/watcher.js';
 import { installBinaries, removeBinaries } from './binaries.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { Metrics } from './metrics.js';
+import { isOwnRename, ownRenameCookies } from './own-renames.js';
 import { OWNER_FILE_NAME, Ownership } from './ownership.js';
 import { Readiness } from './readiness.js';
 import { Reconciler } from './reconciler.js';
@@ -139,8 +140,10 @@ export class Daemon {
 
   private onEvents(events: WatchEvent[]): void {
     if (this.stopping) return;
+    const ownCookies = ownRenameCookies(events);
     for (const event of events) {
       this.metrics.events.inc({ kind: event.kind });
+      if (isOwnRename(event, ownCookies)) continue;
       if (event.kind === 'overflow') {
         this.metrics.overflows.inc();
         this.log.warn('inotify queue overflowed: rescanning');

@@ -1,0 +1,41 @@
+import { renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempNameFor } from '../../src/cni/names.js';
+import { isOwnRename, ownRenameCookies } from '../../src/daemon/own-renames.js';
+import { addon, IN } from '../../src/watch/addon.js';
+import { NativeWatcher } from '../../src/watch/native.js';
+import type { WatchEvent } from '../../src/watch/watcher.js';
+import { tempDir } from '../helpers/tmp.js';
+import { Inbox } from '../helpers/wait.js';
+
+describe('own renames', () => {
+  it("recognises both sides of our exchange, and not another writer's rename, on real events", async () => {
+    const dir = tempDir();
+    const inbox = new Inbox<WatchEvent>();
+    const watcher = new NativeWatcher((events) => inbox.push(...events));
+    watcher.watchSync(dir);
+    const config = path.join(dir, '10-calico.conflist');
+    writeFileSync(config, 'v1');
+    const ours = path.join(dir, tempNameFor('10-calico.conflist'));
+    writeFileSync(ours, 'v1 patched');
+    addon.rename2(ours, config, IN.RENAME_EXCHANGE); // how the agent lands a patch
+    writeFileSync(path.join(dir, '.writer'), 'v2');
+    renameSync(path.join(dir, '.writer'), config); // how a primary CNI lands a rewrite
+    await inbox.until((e) => e.kind === 'moved-out' && e.name === '.writer', "the writer's rename");
+    const cookies = ownRenameCookies(inbox.items);
+    const configSide = inbox.items.filter((e) => e.name === '10-calico.conflist' && (e.kind === 'moved-in' || e.kind === 'moved-out'));
+    expect(configSide.map((e) => [e.kind, isOwnRename(e, cookies)])).toEqual([
+      ['moved-in', true],
+      ['moved-out', true],
+      ['moved-in', false],
+    ]);
+    await watcher.close();
+  });
+
+  it('never matches events without a cookie (the parcel backend has none)', () => {
+    const event: WatchEvent = { kind: 'moved-in', dir: '/d', name: 'a.conflist', cookie: 0, isDir: false };
+    const tmp: WatchEvent = { kind: 'moved-out', dir: '/d', name: tempNameFor('a.conflist'), cookie: 0, isDir: false };
+    expect(isOwnRename(event, ownRenameCookies([tmp, event]))).toBe(false);
+  });
+});
