@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { isOurTempName } from '../src/cni/names.js';
+import { isTempName } from '../src/cni/names.js';
 import { NativeWatcher } from '../src/watch/native.js';
 import type { WatchBackendName } from '../src/watch/watcher.js';
 import { Agent } from './agent.js';
@@ -56,7 +56,7 @@ class Observer {
         if (e.kind !== 'moved-in') continue;
         const from = this.movedOut.get(e.cookie);
         this.movedOut.delete(e.cookie);
-        if (from === undefined || !isOurTempName(from) || isOurTempName(e.name)) continue;
+        if (from === undefined || !isTempName(from) || isTempName(e.name)) continue;
         const list = this.landings.get(e.name) ?? [];
         list.push(now);
         this.landings.set(e.name, list);

@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, sy
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isOurTempName } from '../src/cni/names.js';
+import { isTempName } from '../src/cni/names.js';
 import { NativeWatcher } from '../src/watch/native.js';
 import type { WatchEvent } from '../src/watch/watcher.js';
 
@@ -77,7 +77,7 @@ const agentLog: Array<{ msg: string; file?: string }> = [];
 /** When the agent's own rename (from one of its temp names) of `name` landed, among events from `since`. */
 function ourLanding(name: string, since: number): bigint | undefined {
   const events = landed.slice(since);
-  const ours = new Set(events.filter((e) => e.kind === 'moved-out' && isOurTempName(e.name)).map((e) => e.cookie));
+  const ours = new Set(events.filter((e) => e.kind === 'moved-out' && isTempName(e.name)).map((e) => e.cookie));
   const landing = events.find((e) => e.kind === 'moved-in' && e.name === name && ours.has(e.cookie));
   return landing === undefined ? undefined : landedAt.get(landing);
 }

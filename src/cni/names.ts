@@ -1,4 +1,5 @@
 // Which directory entries are CNI configs, and which one the container runtime loads. Pure.
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 // Editors, backups and other tools' temporary files are never configs, whatever their suffix says.
@@ -38,14 +39,23 @@ export function conflistName(name: string): string {
   return name;
 }
 
+// Which process made a temp file: during a DaemonSet upgrade two agents (both possibly PID 1 in their
+// containers) write into net.d at once, and each must tell its own renames from the other's.
+const PROCESS_TOKEN = randomBytes(6).toString('hex');
 let tempCounter = 0;
 
 /** A temporary name beside `name`: hidden and ending in .tmp, so it never counts as a config. */
 export function tempNameFor(name: string): string {
   tempCounter = (tempCounter + 1) % 1_000_000;
-  return `.${name}${TEMP_MARKER}${process.pid}-${tempCounter}.tmp`;
+  return `.${name}${TEMP_MARKER}${PROCESS_TOKEN}-${tempCounter}.tmp`;
 }
 
-export function isOurTempName(name: string): boolean {
+/** A temp name made by any cni-chainer process. */
+export function isTempName(name: string): boolean {
   return name.startsWith('.') && name.includes(TEMP_MARKER) && name.endsWith('.tmp');
+}
+
+/** A temp name made by this process. */
+export function isOwnTempName(name: string): boolean {
+  return isTempName(name) && name.includes(`${TEMP_MARKER}${PROCESS_TOKEN}-`);
 }

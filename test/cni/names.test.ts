@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { conflistName, isConfigName, isOurTempName, libcniOrder, tempNameFor } from '../../src/cni/names.js';
+import { conflistName, isConfigName, isOwnTempName, isTempName, libcniOrder, tempNameFor } from '../../src/cni/names.js';
 
 const DEFAULT = ['.conflist', '.conf'];
 
@@ -34,9 +34,19 @@ describe('isConfigName', () => {
       fc.property(fc.string({ minLength: 1 }).filter((s) => !s.includes('/')), (name) => {
         const tmp = tempNameFor(name);
         expect(isConfigName(tmp, [...DEFAULT, '.tmp', '.json', '.conflist-current'])).toBe(false);
-        expect(isOurTempName(tmp)).toBe(true);
+        expect(isTempName(tmp)).toBe(true);
+        expect(isOwnTempName(tmp)).toBe(true);
       }),
     );
+  });
+});
+
+describe('temp names', () => {
+  it("tell this process's temp files from another instance's", () => {
+    const other = '.10-calico.conflist.cni-chainer-0123456789ab-1.tmp';
+    expect(isTempName(other)).toBe(true);
+    expect(isOwnTempName(other)).toBe(false);
+    expect(isTempName('.10-calico.conflist.writer-tmp')).toBe(false);
   });
 });
 

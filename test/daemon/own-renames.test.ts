@@ -33,6 +33,15 @@ describe('own renames', () => {
     await watcher.close();
   });
 
+  it("does not take another instance's rename for our own", () => {
+    const other = '.a.conflist.cni-chainer-0123456789ab-7.tmp';
+    const events: WatchEvent[] = [
+      { kind: 'moved-out', dir: '/d', name: other, cookie: 9, isDir: false },
+      { kind: 'moved-in', dir: '/d', name: 'a.conflist', cookie: 9, isDir: false },
+    ];
+    expect(isOwnRename(events[1]!, ownRenameCookies(events))).toBe(false);
+  });
+
   it('never matches events without a cookie (the parcel backend has none)', () => {
     const event: WatchEvent = { kind: 'moved-in', dir: '/d', name: 'a.conflist', cookie: 0, isDir: false };
     const tmp: WatchEvent = { kind: 'moved-out', dir: '/d', name: tempNameFor('a.conflist'), cookie: 0, isDir: false };
