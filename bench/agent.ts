@@ -37,10 +37,19 @@ export class Agent {
     return (Number(fields[11]) + Number(fields[12])) / 100;
   }
 
+  private status(field: string): number {
+    const line = readFileSync(`/proc/${this.child.pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))!;
+    return Number(line.split(/\s+/)[1]) / 1024;
+  }
+
+  /** Resident set size now, in MiB (VmRSS). */
+  rssMiB(): number {
+    return this.status('VmRSS');
+  }
+
   /** Peak resident set size in MiB (VmHWM). */
   peakRssMiB(): number {
-    const line = readFileSync(`/proc/${this.child.pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'))!;
-    return Number(line.split(/\s+/)[1]) / 1024;
+    return this.status('VmHWM');
   }
 
   async stop(): Promise<{ code: number | null; ms: number }> {
