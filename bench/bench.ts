@@ -224,7 +224,7 @@ function table(results: Result[]): string {
 function machine(dir: string): Record<string, string> {
   const fsType = (() => {
     try {
-      return execFileSync('findmnt', ['-n', '-o', 'FSTYPE', '-T', dir], { encoding: 'utf8' }).trim();
+      return execFileSync('findmnt', ['-n', '-o', 'FSTYPE', '-T', dir], { encoding: 'utf8' }).trim().split('\n')[0]!;
     } catch {
       return 'unknown';
     }
@@ -232,17 +232,30 @@ function machine(dir: string): Record<string, string> {
   return { node: process.version, cpus: `${cpus().length} x ${cpus()[0]?.model ?? '?'}`, kernel: readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim(), filesystem: fsType };
 }
 
+/** The disk's own floor for one patch: the agent's syscalls, paced like the paced phase, no agent. */
+async function floor(scratch: string): Promise<Summary> {
+  const dir = path.join(scratch, 'floor');
+  mkdirSync(dir);
+  const names = Array.from({ length: PACED }, (_, i) => `${String(i).padStart(5, '0')}-floor.conflist`);
+  const result = await runWriter({ dir, names, text: PRIMARY, rounds: 1, intervalMs: INTERVAL_MS, floor: true });
+  return summarize(result.floorMs ?? []);
+}
+
 async function main(): Promise<void> {
   const scratch = mkdtempSync(path.join(TMP, 'cni-chainer-bench-'));
   try {
+    process.stderr.write(`floor: the agent's disk syscalls for ${PACED} files, no agent\n`);
+    const floorLatency = await floor(scratch);
     const results: Result[] = [];
     for (const backend of BACKENDS) results.push(await benchBackend(backend, scratch));
     const env = machine(scratch);
     const header = `cni-chainer bench: ${FILES} new files (storm), ${PACED} paced (every ${INTERVAL_MS} ms), ${REWRITE_FILES} files x ${REWRITES} rewrites; fsync on; ${env.filesystem} on ${env.cpus}, Linux ${env.kernel}, Node ${env.node}`;
-    const text = `${header}\n\n${table(results)}\n`;
+    const l = floorLatency;
+    const floorLine = `floor (no agent: the same temp file, fsync, rename and directory fsync, paced): p50 ${f(l.p50)} ms, p95 ${f(l.p95)} ms, p99 ${f(l.p99)} ms, max ${f(l.max)} ms`;
+    const text = `${header}\n\n${table(results)}\n\n${floorLine}\n`;
     process.stdout.write(text);
     mkdirSync(OUT, { recursive: true });
-    const json = { date: new Date().toISOString(), args: process.argv.slice(2), machine: env, results: results.map((r) => ({ ...r, storm: { ...r.storm, samples: undefined }, paced: { ...r.paced, samples: undefined }, rewrite: { ...r.rewrite, samples: undefined } })) };
+    const json = { date: new Date().toISOString(), args: process.argv.slice(2), machine: env, floor: floorLatency, results: results.map((r) => ({ ...r, storm: { ...r.storm, samples: undefined }, paced: { ...r.paced, samples: undefined }, rewrite: { ...r.rewrite, samples: undefined } })) };
     writeFileSync(path.join(OUT, 'bench.json'), `${JSON.stringify(json, null, 2)}\n`);
     writeFileSync(path.join(OUT, 'latency-cdf.svg'), cdfSvg(`Storm of ${FILES} new conflists: rename → patched`, Object.fromEntries(results.map((r) => [r.backend, r.storm.samples]))));
     writeFileSync(path.join(OUT, 'latency-cdf-paced.svg'), cdfSvg(`${PACED} conflists, one every ${INTERVAL_MS} ms: rename → patched`, Object.fromEntries(results.map((r) => [r.backend, r.paced.samples]))));
