@@ -142,7 +142,7 @@ export class Daemon {
     if (this.stopping) return;
     const ownCookies = ownRenameCookies(events);
     for (const event of events) {
-      this.metrics.events.inc({ kind: event.kind });
+      this.metrics.countEvent(event.kind);
       if (isOwnRename(event, ownCookies)) continue;
       if (event.kind === 'overflow') {
         this.metrics.overflows.inc();

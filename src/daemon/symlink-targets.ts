@@ -48,6 +48,7 @@ export class SymlinkTargets {
 
   /** Links whose target is the entry `name` of `dir`. */
   linksTo(dir: string, name: string): string[] {
+    if (this.linksOf.size === 0) return []; // the common case, and called for every event
     return [...(this.linksOf.get(path.join(dir, name)) ?? [])];
   }
 
