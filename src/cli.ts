@@ -108,7 +108,7 @@ async function uninstall(config: Config): Promise<number> {
     import('./daemon/ownership.js'),
   ]);
   const root = new HostRoot(config.hostRoot);
-  const netDirOnDisk = root.toDisk(config.netDir);
+  const netDirOnDisk = root.dirOnDisk(config.netDir);
   const unpatched = await unpatchNode(root, config.netDir, config.suffixes, plugin.type as string, log);
   const kubeconfigRemoved = new KubeconfigFile(config, `${netDirOnDisk}/${config.kubeconfigName}`).remove();
   let binaries: string[] = [];

@@ -56,7 +56,7 @@ export class Daemon {
     private readonly metrics: Metrics,
   ) {
     this.root = new HostRoot(config.hostRoot);
-    this.netDirOnDisk = this.root.toDisk(config.netDir);
+    this.netDirOnDisk = this.root.dirOnDisk(config.netDir);
     this.binDirOnDisk = this.root.toDisk(config.binDir);
     this.kubeconfig = new KubeconfigFile(config, path.join(this.netDirOnDisk, config.kubeconfigName));
     this.ownership = new Ownership(this.netDirOnDisk);

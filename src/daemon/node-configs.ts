@@ -16,7 +16,7 @@ export interface NodeConfig {
 }
 
 export function listNodeConfigs(root: HostRoot, netDir: string, suffixes: readonly string[]): NodeConfig[] | undefined {
-  const netDirOnDisk = root.toDisk(netDir);
+  const netDirOnDisk = root.dirOnDisk(netDir);
   let names: string[];
   try {
     names = readdirSync(netDirOnDisk);

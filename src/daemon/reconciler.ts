@@ -63,7 +63,7 @@ export class Reconciler {
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
 
   constructor(private readonly deps: ReconcilerDeps) {
-    this.netDirOnDisk = deps.root.toDisk(deps.config.netDir);
+    this.netDirOnDisk = deps.root.dirOnDisk(deps.config.netDir);
     this.targets = new SymlinkTargets(this.netDirOnDisk, deps.onTargetDir);
     this.fights = deps.fights ?? new FightDetector();
     this.queue = new CoalescingQueue(

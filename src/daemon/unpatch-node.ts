@@ -46,7 +46,7 @@ export async function unpatchNode(
   log: Logger,
 ): Promise<string[]> {
   const configs = listNodeConfigs(root, netDir, suffixes) ?? [];
-  const netDirOnDisk = root.toDisk(netDir);
+  const netDirOnDisk = root.dirOnDisk(netDir);
   const done: string[] = [];
   const queue = [...configs];
   const workers = Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {

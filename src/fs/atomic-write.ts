@@ -77,7 +77,29 @@ function landNew(tmp: string, file: string): Landing {
   return 'renamed';
 }
 
-function landReplacing(tmp: string, file: string, expected: Buffer): Landing {
+const MAX_GIVE_BACK_ROUNDS = 64;
+
+/**
+ * We swapped a newer write (now at `tmp`) out for our patch (`ours`, now at `file`): swap it back. If
+ * yet another write replaced our patch in between, that one is the newest and goes back instead,
+ * and so on; each round needs a write to land in the microseconds between two renames, so this ends
+ * as soon as the writer pauses. Should it never pause, the newest write seen is renamed into place.
+ */
+function giveBack(tmp: string, file: string, ours: Buffer): void {
+  let sending = readFileSync(tmp);
+  let expectedBack = ours;
+  for (let round = 0; round < MAX_GIVE_BACK_ROUNDS; round++) {
+    addon.rename2(tmp, file, IN.RENAME_EXCHANGE);
+    const got = readFileSync(tmp);
+    if (got.equals(expectedBack)) return; // the newest write is at `file`; `tmp` holds a superseded one
+    // `got` replaced what was at `file` after it was put there: it is newer, so it goes back next.
+    expectedBack = sending;
+    sending = got;
+  }
+  renameSync(tmp, file);
+}
+
+function landReplacing(tmp: string, file: string, expected: Buffer, ours: Buffer): Landing {
   if (exchangeSupported) {
     try {
       addon.rename2(tmp, file, IN.RENAME_EXCHANGE);
@@ -89,7 +111,7 @@ function landReplacing(tmp: string, file: string, expected: Buffer): Landing {
     if (exchangeSupported) {
       // What we swapped out is exactly what was there at the swap: it must be what we read.
       if (contentIs(tmp, expected)) return 'exchanged';
-      addon.rename2(tmp, file, IN.RENAME_EXCHANGE); // give the newer write its place back
+      giveBack(tmp, file, ours);
       return 'stale';
     }
   }
@@ -124,7 +146,7 @@ export async function writeFileAtomic(file: string, data: string | Buffer, optio
     } else if (options.expect === null) {
       landing = landNew(tmp, file);
     } else {
-      landing = landReplacing(tmp, file, options.expect);
+      landing = landReplacing(tmp, file, options.expect, bytes);
     }
     if (landing === 'stale') return 'stale';
     tmpExists = false;

@@ -34,6 +34,16 @@ export class HostRoot {
     }
   };
 
+  /**
+   * A directory's disk path with the symlinks on its way resolved inside the root: some hosts make
+   * /etc/cni/net.d itself a link (to /var/lib/...), which must mean the host's /var/lib, never the
+   * container's. A directory that does not exist (yet) keeps its plain path.
+   */
+  dirOnDisk(hostPath: string): string {
+    const resolved = this.resolve(hostPath);
+    return resolved.ok && resolved.kind === 'dir' ? this.toDisk(resolved.path) : this.toDisk(hostPath);
+  }
+
   resolve(hostPath: string): Resolution {
     return resolveInRoot(hostPath, this.lookup);
   }

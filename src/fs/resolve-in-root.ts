@@ -23,8 +23,11 @@ export type Resolution =
 /** Linux's limit on symlinks followed in one resolution (MAXSYMLINKS). */
 export const MAX_LINKS = 40;
 
+// `.` is kept (and a trailing slash becomes one): like the kernel, `file/.` and `file/` are ENOTDIR.
 function components(p: string): string[] {
-  return p.split('/').filter((c) => c !== '' && c !== '.');
+  const parts = p.split('/').filter((c) => c !== '');
+  if (p.endsWith('/') && parts.length > 0) parts.push('.');
+  return parts;
 }
 
 function join(parts: readonly string[]): string {
@@ -45,6 +48,7 @@ export function resolveInRoot(hostPath: string, lookup: Lookup, maxLinks = MAX_L
   while (pending.length > 0) {
     const name = pending.shift()!;
     if (last.kind !== 'dir') return { ok: false, code: 'ENOTDIR', path: join(resolved), links };
+    if (name === '.') continue;
     if (name === '..') {
       resolved.pop(); // at the root this is a no-op: `..` never climbs above it
       continue;

@@ -144,3 +144,13 @@ describe('HostRoot on a real tree', () => {
     }
   });
 });
+
+describe('resolveInRoot: trailing . and /', () => {
+  it('treats file/. and file/ as ENOTDIR, as the kernel does', () => {
+    const fs = tree({ '/n/c': file, '/n/b': link('c/.'), '/n/d': link('c/') });
+    expect(resolveInRoot('/n/b', fs)).toMatchObject({ ok: false, code: 'ENOTDIR' });
+    expect(resolveInRoot('/n/d', fs)).toMatchObject({ ok: false, code: 'ENOTDIR' });
+    expect(resolveInRoot('/n/./c', fs)).toMatchObject({ ok: true, path: '/n/c', kind: 'file' });
+    expect(resolveInRoot('/n/', fs)).toMatchObject({ ok: true, path: '/n', kind: 'dir' });
+  });
+});

@@ -142,3 +142,20 @@ describe('symlinked configs', () => {
     rmSync(host.net('05-cilium.conflist'));
   });
 });
+
+describe('a symlinked net.d', () => {
+  it('follows /etc/cni/net.d -> /var/lib/cni/net.d inside the host root, never into the container', async () => {
+    const host = new NodeHost({ netDir: false });
+    const real = host.disk('/var/lib/cni/net.d');
+    mkdirSync(real, { recursive: true });
+    mkdirSync(path.dirname(host.netDir), { recursive: true });
+    symlinkSync('/var/lib/cni/net.d', host.netDir); // absolute: the host's /var/lib, under the prefix
+    host.put(path.join(real, '10-flannel.conflist'), fixture('10-flannel.conflist'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained(path.join(real, '10-flannel.conflist')), 'chained in the real directory');
+    host.put(path.join(real, '10-aws.conflist'), fixture('10-aws.conflist'));
+    await waitFor(() => host.isChained(path.join(real, '10-aws.conflist')), 'a new config chained');
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+    expect(host.holdsPlugin(path.join(real, '10-flannel.conflist'))).toBe(false);
+  });
+});
