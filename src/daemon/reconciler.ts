@@ -148,7 +148,8 @@ export class Reconciler {
       if (isMissing(err)) return; // removed meanwhile: its own event follows
       throw err;
     }
-    if (this.lastWritten.get(source.file) === sha256(content)) {
+    const digest = sha256(content);
+    if (this.lastWritten.get(source.file) === digest) {
       this.chained(name, source.file); // the event of our own write
       return;
     }
@@ -156,7 +157,7 @@ export class Reconciler {
     const plan = planPatch(content.toString('utf8'), plugin);
     if (plan.action === 'invalid') {
       // Half-written or broken: leave it as it is; the write that completes it brings another event.
-      if (this.problem(name, 'invalid', `${plan.reason} [sha256 ${sha256(content).slice(0, 12)}]`)) this.deps.metrics.parseErrors.inc();
+      if (this.problem(name, 'invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`)) this.deps.metrics.parseErrors.inc();
       return;
     }
     if (plan.action === 'none') {

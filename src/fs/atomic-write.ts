@@ -17,8 +17,6 @@ import { tempNameFor } from '../cni/names.js';
 import { addon, IN } from '../watch/addon.js';
 import { fsyncDir } from './dir-sync.js';
 
-export { fsyncDir };
-
 const fsyncAsync = promisify(fsync);
 
 export interface AtomicWriteOptions {
@@ -26,10 +24,10 @@ export interface AtomicWriteOptions {
   uid?: number;
   gid?: number;
   /**
-   * What must still be at the path for the write to land: the content read before patching, or null
-   * when the path must not exist yet. Undefined replaces whatever is there.
+   * What must still be at the path for the write to land: the content read before patching.
+   * Undefined replaces whatever is there.
    */
-  expect?: Buffer | null;
+  expect?: Buffer;
 }
 
 export type WriteResult = 'written' | 'stale';
@@ -38,7 +36,6 @@ export type WriteResult = 'written' | 'stale';
 // content re-check just before it, which narrows the race to microseconds instead of closing it.
 const UNSUPPORTED = new Set(['EINVAL', 'ENOSYS', 'EOPNOTSUPP']);
 let exchangeSupported = true;
-let noReplaceSupported = true;
 
 function errCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException).code;
@@ -55,27 +52,6 @@ export function contentIs(file: string, expected: Buffer): boolean {
 }
 
 type Landing = 'renamed' | 'exchanged' | 'stale';
-
-function landNew(tmp: string, file: string): Landing {
-  if (noReplaceSupported) {
-    try {
-      addon.rename2(tmp, file, IN.RENAME_NOREPLACE);
-      return 'renamed';
-    } catch (err) {
-      if (errCode(err) === 'EEXIST') return 'stale';
-      if (!UNSUPPORTED.has(errCode(err) ?? '')) throw err;
-      noReplaceSupported = false;
-    }
-  }
-  try {
-    readFileSync(file);
-    return 'stale';
-  } catch (err) {
-    if (errCode(err) !== 'ENOENT') throw err;
-  }
-  renameSync(tmp, file);
-  return 'renamed';
-}
 
 const MAX_GIVE_BACK_ROUNDS = 64;
 
@@ -143,8 +119,6 @@ export async function writeFileAtomic(file: string, data: string | Buffer, optio
     if (options.expect === undefined) {
       renameSync(tmp, file);
       landing = 'renamed';
-    } else if (options.expect === null) {
-      landing = landNew(tmp, file);
     } else {
       landing = landReplacing(tmp, file, options.expect, bytes);
     }

@@ -40,15 +40,6 @@ describe('writeFileAtomic', () => {
     expect(readdirSync(dir)).toEqual(['a.conflist']);
   });
 
-  it("with expect null, creates the file only if nobody else did ('stale' otherwise)", async () => {
-    const dir = tempDir();
-    const file = path.join(dir, 'a.conflist');
-    expect(await writeFileAtomic(file, 'one', { mode: 0o644, expect: null })).toBe('written');
-    expect(await writeFileAtomic(file, 'two', { mode: 0o644, expect: null })).toBe('stale');
-    expect(readFileSync(file, 'utf8')).toBe('one');
-    expect(readdirSync(dir)).toEqual(['a.conflist']);
-  });
-
   it('leaves the old file and no temp file when the rename fails', async () => {
     const dir = tempDir();
     const target = path.join(dir, 'is-a-dir.conflist');
