@@ -3,6 +3,7 @@
 import { readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../fs/atomic-write.js';
+import { errnoCode } from '../fs/errno.js';
 
 export interface InstalledBinary {
   name: string;
@@ -25,7 +26,7 @@ export async function installBinaries(sourceDir: string, destDir: string): Promi
     try {
       same = readFileSync(dest).equals(data);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (errnoCode(err) !== 'ENOENT') throw err;
     }
     if (!same) await writeFileAtomic(dest, data, { mode: statSync(source).mode & 0o7777 });
     installed.push({ name, written: !same });
@@ -40,7 +41,7 @@ export function removeBinaries(destDir: string, names: readonly string[]): strin
       unlinkSync(path.join(destDir, name));
       removed.push(name);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (errnoCode(err) !== 'ENOENT') throw err;
     }
   }
   return removed;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import type { JsonObject } from '../cni/json.js';
 import { isConfigName } from '../cni/names.js';
+import { errnoCode, isMissing } from '../fs/errno.js';
 import { HostRoot } from '../fs/host-root.js';
 import { KubeconfigFile } from '../kube/kubeconfig-file.js';
 import type { Logger } from '../log.js';
@@ -20,10 +21,6 @@ import { Reconciler } from './reconciler.js';
 import { SettleTimers } from './settle-timers.js';
 import { unpatchNode } from './unpatch-node.js';
 
-function errCode(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException).code;
-}
-
 export class Daemon {
   readonly root: HostRoot;
   readonly readiness = new Readiness();
@@ -37,7 +34,7 @@ export class Daemon {
   // Token rotation and binary checks come in bursts of events: one run at a time, coalesced.
   private readonly chores = new CoalescingQueue(
     (chore) => (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries()),
-    (chore, err) => this.log.error({ chore, code: errCode(err), err: (err as Error).message }, 'background task failed'),
+    (chore, err) => this.log.error({ chore, code: errnoCode(err), err: (err as Error).message }, 'background task failed'),
   );
   private installed: string[] = [];
   private armed = false; // net.d itself is watched
@@ -222,7 +219,7 @@ export class Daemon {
       await this.watcher.watch(dir);
     } catch (err) {
       // A dangling link into a directory that does not exist yet: the resync looks again.
-      if (errCode(err) !== 'ENOENT' && errCode(err) !== 'ENOTDIR') throw err;
+      if (!isMissing(err)) throw err;
       this.log.debug({ dir }, 'symlink target directory does not exist yet');
     }
   }
@@ -230,7 +227,7 @@ export class Daemon {
   /** Serialised: events from the waiting ancestor may come in bursts. */
   private rearm(): Promise<void> {
     this.arming = this.arming.then(() => this.arm()).catch((err: unknown) => {
-      this.log.error({ err: (err as Error).message, code: errCode(err) }, 'cannot watch the config directory');
+      this.log.error({ err: (err as Error).message, code: errnoCode(err) }, 'cannot watch the config directory');
     });
     return this.arming;
   }
@@ -243,7 +240,7 @@ export class Daemon {
         await this.watcher.watch(this.netDirOnDisk);
         break;
       } catch (err) {
-        if (errCode(err) !== 'ENOENT' && errCode(err) !== 'ENOTDIR') throw err;
+        if (!isMissing(err)) throw err;
       }
       const ancestor = this.nearestExisting(path.dirname(this.netDirOnDisk));
       if (ancestor !== this.waitingIn) {
@@ -252,7 +249,7 @@ export class Daemon {
         try {
           await this.watcher.watch(ancestor);
         } catch (err) {
-          if (errCode(err) === 'ENOENT' || errCode(err) === 'ENOTDIR') continue; // removed meanwhile
+          if (isMissing(err)) continue; // removed meanwhile
           throw err;
         }
         this.waitingIn = ancestor;
@@ -340,7 +337,7 @@ export class Daemon {
         this.log.info({ file: this.config.kubeconfigName }, 'wrote kubeconfig');
       }
     } catch (err) {
-      this.log.error({ code: errCode(err), err: (err as Error).message }, 'writing kubeconfig failed');
+      this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'writing kubeconfig failed');
     }
   }
 
@@ -350,7 +347,7 @@ export class Daemon {
       const written = binaries.filter((b) => b.written).map((b) => b.name);
       if (written.length > 0) this.log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
     } catch (err) {
-      this.log.error({ code: errCode(err), err: (err as Error).message }, 'reinstalling plugin binaries failed');
+      this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'reinstalling plugin binaries failed');
     }
   }
 

@@ -4,6 +4,7 @@ import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { isConfigName, isLibcniName } from '../cni/names.js';
 import type { HostRoot } from '../fs/host-root.js';
+import { errnoCode } from '../fs/errno.js';
 
 export interface NodeConfig {
   name: string;
@@ -21,7 +22,7 @@ export function listNodeConfigs(root: HostRoot, netDir: string, suffixes: readon
   try {
     names = readdirSync(netDirOnDisk);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if (errnoCode(err) === 'ENOENT') return undefined;
     throw err;
   }
   const configs: NodeConfig[] = [];

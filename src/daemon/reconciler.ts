@@ -11,6 +11,7 @@ import { planPatch } from '../cni/conflist.js';
 import type { JsonObject } from '../cni/json.js';
 import { conflistName, isConfigName, libcniOrder } from '../cni/names.js';
 import { touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
+import { isMissing } from '../fs/errno.js';
 import type { HostRoot } from '../fs/host-root.js';
 import type { Logger } from '../log.js';
 import { CoalescingQueue } from './coalescing-queue.js';
@@ -37,11 +38,6 @@ export interface ReconcilerDeps {
 
 function sha256(data: Buffer | string): string {
   return createHash('sha256').update(data).digest('hex');
-}
-
-function isMissing(err: unknown): boolean {
-  const code = (err as NodeJS.ErrnoException).code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
 interface Source {

@@ -7,6 +7,7 @@ import { touchSymlink, writeFileAtomic } from '../fs/atomic-write.js';
 import type { HostRoot } from '../fs/host-root.js';
 import type { Logger } from '../log.js';
 import { listNodeConfigs, type NodeConfig } from './node-configs.js';
+import { errnoCode } from '../fs/errno.js';
 
 const ATTEMPTS = 5;
 // Shutdown has a deadline (terminationGracePeriodSeconds): fsyncs of many files run side by side.
@@ -19,7 +20,7 @@ async function unpatchOne(config: NodeConfig, netDirOnDisk: string, pluginType: 
     try {
       content = readFileSync(config.file);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      if (errnoCode(err) === 'ENOENT') return false;
       throw err;
     }
     const plan = planUnpatch(content.toString('utf8'), pluginType);

@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { tempNameFor } from '../cni/names.js';
 import { addon, IN } from '../watch/addon.js';
 import { fsyncDir } from './dir-sync.js';
+import { errnoCode } from './errno.js';
 
 const fsyncAsync = promisify(fsync);
 
@@ -37,16 +38,12 @@ export type WriteResult = 'written' | 'stale';
 const UNSUPPORTED = new Set(['EINVAL', 'ENOSYS', 'EOPNOTSUPP']);
 let exchangeSupported = true;
 
-function errCode(err: unknown): string | undefined {
-  return (err as NodeJS.ErrnoException).code;
-}
-
 /** True when the file's bytes are exactly `expected` (false when it does not exist). */
 export function contentIs(file: string, expected: Buffer): boolean {
   try {
     return readFileSync(file).equals(expected);
   } catch (err) {
-    if (errCode(err) === 'ENOENT') return false;
+    if (errnoCode(err) === 'ENOENT') return false;
     throw err;
   }
 }
@@ -80,8 +77,8 @@ function landReplacing(tmp: string, file: string, expected: Buffer, ours: Buffer
     try {
       addon.rename2(tmp, file, IN.RENAME_EXCHANGE);
     } catch (err) {
-      if (errCode(err) === 'ENOENT') return 'stale'; // removed since we read it
-      if (!UNSUPPORTED.has(errCode(err) ?? '')) throw err;
+      if (errnoCode(err) === 'ENOENT') return 'stale'; // removed since we read it
+      if (!UNSUPPORTED.has(errnoCode(err) ?? '')) throw err;
       exchangeSupported = false;
     }
     if (exchangeSupported) {

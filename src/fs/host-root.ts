@@ -2,6 +2,7 @@
 // inside it are resolved with resolveInRoot so that nothing outside it is ever read or written.
 import { lstatSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
+import { isMissing } from './errno.js';
 import { resolveInRoot, type Entry, type Resolution } from './resolve-in-root.js';
 
 export class HostRoot {
@@ -28,8 +29,7 @@ export class HostRoot {
       if (st.isDirectory()) return { kind: 'dir' };
       return { kind: 'other' };
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
+      if (isMissing(err)) return { kind: 'missing' };
       throw err;
     }
   };

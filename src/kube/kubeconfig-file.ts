@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import { ConfigError } from '../config.js';
 import { writeFileAtomic } from '../fs/atomic-write.js';
 import { renderKubeconfig } from './kubeconfig.js';
+import { errnoCode } from '../fs/errno.js';
 
 export type KubeconfigSync = 'written' | 'unchanged' | 'absent';
 
@@ -25,7 +26,7 @@ export class KubeconfigFile {
     try {
       token = readFileSync(this.tokenFile, 'utf8').trim();
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      if (errnoCode(err) === 'ENOENT') return undefined;
       throw err;
     }
     const { host, port, protocol } = this.config.kubernetes;
@@ -43,7 +44,7 @@ export class KubeconfigFile {
     try {
       if (readFileSync(this.file, 'utf8') === desired) return 'unchanged';
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (errnoCode(err) !== 'ENOENT') throw err;
     }
     await writeFileAtomic(this.file, desired, { mode: this.config.kubeconfigMode });
     return 'written';
@@ -54,7 +55,7 @@ export class KubeconfigFile {
       unlinkSync(this.file);
       return true;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      if (errnoCode(err) === 'ENOENT') return false;
       throw err;
     }
   }
