@@ -1,8 +1,10 @@
 // Reacting to what the primary CNI does while the daemon runs.
 import { closeSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/fixtures.js';
 import { NodeHost } from '../helpers/node-host.js';
+import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 describe('events', () => {
@@ -132,5 +134,34 @@ describe('events', () => {
     await waitFor(() => host.isChained('99-bridge.conflist'), 'new .conf upgraded and chained');
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
     expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
+  });
+});
+
+describe('write failures', () => {
+  const canChattr = (() => {
+    const dir = tempDir();
+    const ok = spawnSync('chattr', ['+i', dir]).status === 0;
+    spawnSync('chattr', ['-i', dir]);
+    return ok;
+  })();
+
+  it.skipIf(!canChattr)('leaves the old file and no temp file, logs path and code, and retries on the resync', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started({ RESYNC_INTERVAL_S: '1' });
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    // An immutable directory refuses new entries (our temp file) but lets the file be rewritten.
+    expect(spawnSync('chattr', ['+i', host.netDir]).status).toBe(0);
+    try {
+      writeFileSync(host.net('10-flannel.conflist'), fixture('10-flannel.conflist'));
+      const failure = await daemon.waitLog('patching config failed');
+      expect(failure).toMatchObject({ file: '10-flannel.conflist', code: 'EPERM' });
+      expect(String(failure.path)).toContain(host.netDir);
+      expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
+      expect(readdirSync(host.netDir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+    } finally {
+      spawnSync('chattr', ['-i', host.netDir]);
+    }
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained by the resync once writable');
   });
 });
