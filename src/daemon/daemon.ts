@@ -34,7 +34,11 @@ export class Daemon {
   // Token rotation and binary checks come in bursts of events: one run at a time, coalesced.
   private readonly chores = new CoalescingQueue(
     (chore) => (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries()),
-    (chore, err) => this.log.error({ chore, code: errnoCode(err), err: (err as Error).message }, 'background task failed'),
+    (chore, err) =>
+      this.log.error(
+        { code: errnoCode(err), err: (err as Error).message },
+        chore === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed',
+      ),
   );
   private installed: string[] = [];
   private armed = false; // net.d itself is watched
@@ -188,12 +192,12 @@ export class Daemon {
       case 'create': {
         // A new symlink is complete; a new regular file may still be being written.
         const st = lstatSync(path.join(this.netDirOnDisk, name), { throwIfNoEntry: false });
-        if (st?.isFile()) this.settle.arm(name, () => this.reconciler.trigger(name));
+        if (st?.isFile()) this.triggerWhenWritten(name);
         else this.reconciler.trigger(name);
         return;
       }
       case 'modify':
-        this.settle.arm(name, () => this.reconciler.trigger(name));
+        this.triggerWhenWritten(name);
         return;
       default:
         this.settle.cancel(name);
@@ -205,9 +209,14 @@ export class Daemon {
     const links = event.kind === 'dir-gone' ? this.reconciler.targets.linksInto(event.dir) : this.reconciler.targets.linksTo(event.dir, event.name);
     if (event.kind === 'dir-gone') void this.watcher.unwatch(event.dir);
     for (const link of links) {
-      if (event.kind === 'create' || event.kind === 'modify') this.settle.arm(link, () => this.reconciler.trigger(link));
+      if (event.kind === 'create' || event.kind === 'modify') this.triggerWhenWritten(link);
       else this.reconciler.trigger(link);
     }
+  }
+
+  /** A pass once the writer is done: at its IN_CLOSE_WRITE (which cancels this), or after a quiet period. */
+  private triggerWhenWritten(name: string): void {
+    this.settle.arm(name, () => this.reconciler.trigger(name));
   }
 
   private async watchTargetDir(dir: string, used: boolean): Promise<void> {
@@ -330,25 +339,15 @@ export class Daemon {
   }
 
   private async writeKubeconfig(): Promise<void> {
-    try {
-      const result = await this.kubeconfig.sync();
-      if (result === 'written') {
-        this.metrics.kubeconfigWrites.inc();
-        this.log.info({ file: this.config.kubeconfigName }, 'wrote kubeconfig');
-      }
-    } catch (err) {
-      this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'writing kubeconfig failed');
-    }
+    if ((await this.kubeconfig.sync()) !== 'written') return;
+    this.metrics.kubeconfigWrites.inc();
+    this.log.info({ file: this.config.kubeconfigName }, 'wrote kubeconfig');
   }
 
   private async checkBinaries(): Promise<void> {
-    try {
-      const binaries = await installBinaries(this.config.containerBinDir, this.binDirOnDisk);
-      const written = binaries.filter((b) => b.written).map((b) => b.name);
-      if (written.length > 0) this.log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
-    } catch (err) {
-      this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'reinstalling plugin binaries failed');
-    }
+    const binaries = await installBinaries(this.config.containerBinDir, this.binDirOnDisk);
+    const written = binaries.filter((b) => b.written).map((b) => b.name);
+    if (written.length > 0) this.log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
