@@ -2,7 +2,8 @@
 //
 // A pass reads the config (through its symlink, resolved inside the host root), decides with the pure
 // planner, and writes atomically only when something changes. What we wrote is remembered by hash, so
-// the events our own writes cause cost one read and no parse.
+// a pass that finds our own write (the parcel backend has no rename cookies to tell) costs one read
+// and no parse.
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, unlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
@@ -33,7 +34,6 @@ export interface ReconcilerDeps {
   onTargetDir: (dir: string, used: boolean) => void;
   /** Called after every pass (readiness may have changed). */
   onPassDone?: () => void;
-  fights?: FightDetector;
 }
 
 function sha256(data: Buffer | string): string {
@@ -50,7 +50,7 @@ interface Source {
 export class Reconciler {
   readonly netDirOnDisk: string;
   readonly targets: SymlinkTargets;
-  private readonly fights: FightDetector;
+  private readonly fights = new FightDetector();
   private readonly queue: CoalescingQueue;
   private readonly lastWritten = new Map<string, string>(); // file on disk → sha256 of what we wrote
   private readonly revertCounted = new Set<string>(); // files whose current revert is already counted
@@ -61,7 +61,6 @@ export class Reconciler {
   constructor(private readonly deps: ReconcilerDeps) {
     this.netDirOnDisk = deps.root.dirOnDisk(deps.config.netDir);
     this.targets = new SymlinkTargets(this.netDirOnDisk, deps.onTargetDir);
-    this.fights = deps.fights ?? new FightDetector();
     this.queue = new CoalescingQueue(
       (name) => this.pass(name).finally(() => deps.onPassDone?.()),
       (name, error) => this.failed(name, error),
