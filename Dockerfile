@@ -7,7 +7,7 @@
 ARG PLUGIN_IMAGE
 FROM ${PLUGIN_IMAGE} AS plugin
 
-FROM node:20-bookworm AS build
+FROM node:24-bookworm AS build
 WORKDIR /src
 COPY package.json package-lock.json binding.gyp tsconfig.json ./
 COPY native ./native
@@ -15,11 +15,11 @@ COPY src ./src
 # npm ci builds the addon (node-gyp) and the TypeScript (prepare); then drop the build tools.
 RUN npm ci && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
 # libuv's pool runs the patches' fsyncs; a larger one lets a storm's fsyncs share journal commits.
-# It must be set before Node starts (Node 20 creates the pool while loading the entry module).
+# It must be set before Node starts (Node creates the pool while loading the entry module).
 ENV UV_THREADPOOL_SIZE=16
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
