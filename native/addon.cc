@@ -1,10 +1,13 @@
 // Module entry: the watcher class, rename2, and the inotify constants, all per environment so the
 // addon loads in worker threads too.
+#include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <napi.h>
 #include <sys/inotify.h>
 
 #include "inotify_watcher.h"
+#include "fs_at.h"
 #include "rename2.h"
 
 namespace {
@@ -38,6 +41,14 @@ Napi::Object Constants(Napi::Env env) {
   CNI_CHAINER_CONSTANT(IN_ONESHOT);
   CNI_CHAINER_CONSTANT(RENAME_NOREPLACE);
   CNI_CHAINER_CONSTANT(RENAME_EXCHANGE);
+  CNI_CHAINER_CONSTANT(RESOLVE_IN_ROOT);
+  CNI_CHAINER_CONSTANT(RESOLVE_BENEATH);
+  CNI_CHAINER_CONSTANT(RESOLVE_NO_MAGICLINKS);
+  CNI_CHAINER_CONSTANT(RESOLVE_NO_SYMLINKS);
+  CNI_CHAINER_CONSTANT(RESOLVE_NO_XDEV);
+  CNI_CHAINER_CONSTANT(AT_FDCWD);
+  CNI_CHAINER_CONSTANT(AT_REMOVEDIR);
+  CNI_CHAINER_CONSTANT(O_PATH);
 #undef CNI_CHAINER_CONSTANT
   c.Freeze();
   return c;
@@ -46,6 +57,13 @@ Napi::Object Constants(Napi::Env env) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("InotifyWatcher", InotifyWatcher::Define(env));
   exports.Set("rename2", Napi::Function::New(env, Rename2, "rename2"));
+  exports.Set("openat2", Napi::Function::New(env, Openat2, "openat2"));
+  exports.Set("renameat2", Napi::Function::New(env, Renameat2, "renameat2"));
+  exports.Set("unlinkat", Napi::Function::New(env, Unlinkat, "unlinkat"));
+  exports.Set("symlinkat", Napi::Function::New(env, Symlinkat, "symlinkat"));
+  exports.Set("readlinkat", Napi::Function::New(env, Readlinkat, "readlinkat"));
+  exports.Set("xattrs", Napi::Function::New(env, Xattrs, "xattrs"));
+  exports.Set("fsetxattr", Napi::Function::New(env, Fsetxattr, "fsetxattr"));
   exports.Set("constants", Constants(env));
   return exports;
 }

@@ -17,8 +17,6 @@ Configuration comes from the environment (CONTAINER_MOUNT_PREFIX, DEST_CNI_NET_D
 CNI_NETWORK_CONFIG, ...): see DESIGN.md §1 in the repository.
 `;
 
-const SHUTDOWN_DEADLINE_MS = 1_800;
-
 class UsageError extends Error {}
 
 interface Args {
@@ -42,7 +40,7 @@ function parseArgs(argv: string[]): Args | 'help' | 'version' {
 
 async function run(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFormat);
   const [{ Daemon }, { Metrics }, { HealthServer }] = await Promise.all([
     import('./daemon/daemon.js'),
     import('./daemon/metrics.js'),
@@ -55,52 +53,75 @@ async function run(config: Config): Promise<number> {
   let health: InstanceType<typeof HealthServer> | undefined;
   if (config.healthPort !== 0) {
     health = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics);
-    const port = await health.listen(config.healthPort);
-    log.info({ port }, 'health server listening');
+    try {
+      const port = await health.listen(config.healthPort, config.healthHost);
+      log.info({ port, host: config.healthHost }, 'health server listening');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      process.stderr.write(`cni-chainer: HEALTH_PORT: cannot listen on ${config.healthHost} port ${config.healthPort}: ${code ?? (err as Error).message}\n`);
+      await health.close();
+      return code === 'EADDRINUSE' || code === 'EACCES' ? 2 : 1;
+    }
   }
 
-  const stopped = new Promise<number>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals) => {
-      log.info({ signal }, 'stopping');
-      // Kubelet kills us after the grace period anyway; make the outcome explicit before that.
+  // One stop, whatever signals arrive: the first starts the cleanup, the others are logged. The
+  // deadline comes from SHUTDOWN_TIMEOUT_S, set below the pod's terminationGracePeriodSeconds.
+  let stopping: Promise<number> | undefined;
+  const stop = (signal: NodeJS.Signals): Promise<number> => {
+    if (stopping !== undefined) {
+      log.warn({ signal }, 'already stopping: the cleanup goes on');
+      return stopping;
+    }
+    log.info({ signal }, 'stopping');
+    stopping = new Promise<number>((resolve) => {
       setTimeout(() => {
-        log.error('cleanup did not finish in time');
+        log.error({ timeoutS: config.shutdownTimeoutMs / 1000 }, 'cleanup did not finish within SHUTDOWN_TIMEOUT_S');
         resolve(1);
-      }, SHUTDOWN_DEADLINE_MS).unref();
+      }, config.shutdownTimeoutMs).unref();
       void daemon
         .stop()
-        .then(async ({ cleaned, unpatched }) => {
+        .then(async ({ cleaned, unpatched, failed }) => {
           await health?.close();
+          if (failed.length > 0) {
+            log.error({ files: failed }, 'stopped, but the plugin is still in these configs: binaries and kubeconfig kept');
+            resolve(1);
+            return;
+          }
           log.info({ cleaned, unpatched: unpatched.length }, 'stopped');
           resolve(0);
         })
         .catch((err: unknown) => {
-          log.error({ err: (err as Error).message }, 'cleanup failed');
+          log.error({ err: (err as Error).message, code: (err as NodeJS.ErrnoException).code }, 'cleanup failed');
           resolve(1);
         });
-    };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    });
+    return stopping;
+  };
+  const signalled = new Promise<number>((resolve) => {
+    process.on('SIGTERM', () => void stop('SIGTERM').then(resolve));
+    process.on('SIGINT', () => void stop('SIGINT').then(resolve));
   });
 
   try {
     await daemon.start();
   } catch (err) {
     if (err instanceof ConfigError) throw err;
+    if (stopping !== undefined) return stopping; // a signal during start: its cleanup decides
     const e = err as NodeJS.ErrnoException;
     // inotify limits and other start-up failures: never pretend to be running.
     log.fatal({ code: e.code, err: e.message }, 'start-up failed');
+    process.stderr.write(`cni-chainer: start-up failed: ${e.message}\n`);
     await health?.close();
     return 1;
   }
   daemon.updateReadiness();
   log.info({ ready: daemon.readiness.report().ready }, 'started');
-  return stopped;
+  return signalled;
 }
 
 async function uninstall(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFormat);
   const [{ unpatchNode }, { removeBinaries, binaryNames }, { KubeconfigFile }, { Ownership }] = await Promise.all([
     import('./daemon/unpatch-node.js'),
     import('./daemon/binaries.js'),
@@ -108,16 +129,21 @@ async function uninstall(config: Config): Promise<number> {
     import('./daemon/ownership.js'),
   ]);
   const root = new HostRoot(config.hostRoot);
-  const netDirOnDisk = root.dirOnDisk(config.netDir);
-  const unpatched = await unpatchNode(root, config.netDir, config.suffixes, plugin.type as string, log);
-  const kubeconfigRemoved = new KubeconfigFile(config, `${netDirOnDisk}/${config.kubeconfigName}`).remove();
+  const { unpatched, failed } = await unpatchNode(root, config.netDir, config.suffixes, plugin.type, config.maxConfigBytes, log);
+  if (failed.length > 0) {
+    // The binary must outlive every config that names it, or every new pod on the node fails.
+    log.error({ files: failed }, 'the plugin could not be removed from some configs: binaries and kubeconfig kept');
+    process.stderr.write(`cni-chainer: uninstall incomplete: the plugin is still in ${failed.map((f) => JSON.stringify(f)).join(', ')}\n`);
+    return 1;
+  }
+  const kubeconfigRemoved = await new KubeconfigFile(config, root).remove();
   let binaries: string[] = [];
   try {
-    binaries = removeBinaries(root.toDisk(config.binDir), binaryNames(config.containerBinDir));
+    binaries = await removeBinaries(root, config.binDir, binaryNames(config.containerBinDir));
   } catch (err) {
-    log.warn({ err: (err as Error).message }, 'cannot list the plugin binaries to remove');
+    log.warn({ err: (err as Error).message }, 'cannot remove the plugin binaries');
   }
-  new Ownership(netDirOnDisk).remove();
+  new Ownership(root, config.netDir).remove();
   log.info({ unpatched, kubeconfigRemoved, binaries }, 'uninstalled');
   return 0;
 }
@@ -125,7 +151,7 @@ async function uninstall(config: Config): Promise<number> {
 async function check(config: Config, json: boolean): Promise<number> {
   const plugin = requirePlugin(config);
   const { inspectNode, formatReport } = await import('./daemon/check.js');
-  const report = inspectNode(new HostRoot(config.hostRoot), config.netDir, config.suffixes, plugin);
+  const report = inspectNode(new HostRoot(config.hostRoot), config, plugin);
   process.stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   return report.chained ? 0 : 1;
 }

@@ -3,7 +3,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { isJsonObject, type Json, type JsonObject } from './cni/json.js';
+import { ConfigParseError, parsePlugin, type ChainedPlugin } from './cni/conflist.js';
+import { isConfigName, isLibcniName, isTempName, parseTempName } from './cni/names.js';
+
+// The owner file's name (daemon/ownership.ts), repeated here so that validating the environment loads
+// no daemon code.
+const OWNER_FILE = '.cni-chainer.owner';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
@@ -62,6 +67,10 @@ const envSchema = z.object({
   RESYNC_INTERVAL_S: withDefault(integer(0, 86_400), '60'),
   WATCH_BACKEND: withDefault(z.enum(['native', 'parcel'], { message: 'expected native or parcel' }), 'native'),
   CNI_PATCH_SCOPE: withDefault(z.enum(['all', 'primary'], { message: 'expected all or primary' }), 'all'),
+  MAX_CONFIG_BYTES: withDefault(integer(1024, 1 << 30), String(1 << 20)),
+  // Below the manifest's terminationGracePeriodSeconds (30): kubelet's SIGKILL must never cut a cleanup.
+  SHUTDOWN_TIMEOUT_S: withDefault(integer(1, 3600), '25'),
+  LOG_FORMAT: withDefault(z.enum(['json', 'text'], { message: 'expected json or text' }), 'json'),
 });
 
 /** Every variable the daemon reads; deploy/daemonset.yaml may set no other. */
@@ -75,7 +84,7 @@ export interface Config {
   binDir: string; // host path
   containerBinDir: string;
   /** The plugin to chain, placeholders substituted; undefined when neither variable is set. */
-  plugin: JsonObject | undefined;
+  plugin: ChainedPlugin | undefined;
   kubeconfigName: string;
   kubeconfigMode: number;
   kubernetes: { host: string | undefined; port: number; protocol: string };
@@ -88,6 +97,12 @@ export interface Config {
   resyncIntervalMs: number;
   backend: 'native' | 'parcel';
   scope: 'all' | 'primary';
+  /** Larger config files are left alone with status too-large (bounded reads). */
+  maxConfigBytes: number;
+  shutdownTimeoutMs: number;
+  logFormat: 'json' | 'text';
+  /** The health server's address: `::` is dual-stack (IPv4 too), for IPv4, IPv6 and dual-stack clusters. */
+  healthHost: string;
 }
 
 export class ConfigError extends Error {
@@ -97,16 +112,7 @@ export class ConfigError extends Error {
   }
 }
 
-function substitute(value: Json, placeholders: Record<string, string>): Json {
-  if (typeof value === 'string') {
-    return Object.entries(placeholders).reduce((s, [from, to]) => s.split(from).join(to), value);
-  }
-  if (Array.isArray(value)) return value.map((v) => substitute(v, placeholders));
-  if (isJsonObject(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, placeholders)]));
-  return value;
-}
-
-function loadPlugin(env: Env, problems: string[]): JsonObject | undefined {
+function loadPlugin(env: Env, problems: string[]): ChainedPlugin | undefined {
   let variable = 'CNI_NETWORK_CONFIG';
   let text = env.CNI_NETWORK_CONFIG;
   // The file wins when it exists (linkerd mounts it from a ConfigMap).
@@ -120,19 +126,41 @@ function loadPlugin(env: Env, problems: string[]): JsonObject | undefined {
     }
   }
   if (text === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    problems.push(`${variable}: expected the plugin's JSON config, got invalid JSON (${(err as Error).message})`);
-    return undefined;
-  }
-  if (!isJsonObject(parsed) || typeof parsed.type !== 'string' || parsed.type === '') {
-    problems.push(`${variable}: expected a JSON object with a non-empty string "type"`);
-    return undefined;
-  }
+  // The text is chained as given (DESIGN §3 "Patching"): numbers JavaScript cannot hold exactly
+  // (1e400, 2^53+1) reach the plugin as written. The placeholder only ever stands inside a JSON string,
+  // so it is replaced by the path's escaped string content.
   const kubeconfigPath = path.posix.join(env.DEST_CNI_NET_DIR, env.KUBECONFIG_FILE_NAME);
-  return substitute(parsed, { __KUBECONFIG_FILEPATH__: kubeconfigPath }) as JsonObject;
+  const substituted = text.split('__KUBECONFIG_FILEPATH__').join(JSON.stringify(kubeconfigPath).slice(1, -1));
+  try {
+    return parsePlugin(substituted);
+  } catch (err) {
+    if (!(err instanceof ConfigParseError)) throw err;
+    problems.push(`${variable}: expected the plugin's JSON config (an object with a non-empty string "type"), got ${err.message}`);
+    return undefined;
+  }
+}
+
+/**
+ * Values that are well-formed but would break the node or the agent (DESIGN §1): each is a problem
+ * naming its variable, like a malformed one.
+ */
+function harmfulValues(env: Env): string[] {
+  const problems: string[] = [];
+  const kubeconfig = env.KUBECONFIG_FILE_NAME;
+  if (isConfigName(kubeconfig, env.CNI_CONF_SUFFIXES) || isLibcniName(kubeconfig)) {
+    problems.push(`KUBECONFIG_FILE_NAME: ${JSON.stringify(kubeconfig)} would count as a CNI config (the runtime could load the kubeconfig as its network config)`);
+  }
+  if (kubeconfig === OWNER_FILE || parseTempName(kubeconfig) !== undefined || isTempName(kubeconfig)) {
+    problems.push(`KUBECONFIG_FILE_NAME: ${JSON.stringify(kubeconfig)} collides with the agent's own files`);
+  }
+  for (const suffix of env.CNI_CONF_SUFFIXES) {
+    if (!isConfigName(`x${suffix}`, [suffix])) {
+      problems.push(`CNI_CONF_SUFFIXES: ${JSON.stringify(suffix)} names temporary or backup files, which are never configs`);
+    }
+  }
+  if (path.posix.normalize(env.DEST_CNI_NET_DIR) === '/') problems.push('DEST_CNI_NET_DIR: must not be the root directory');
+  if (path.posix.normalize(env.DEST_CNI_BIN_DIR) === '/') problems.push('DEST_CNI_BIN_DIR: must not be the root directory');
+  return problems;
 }
 
 /** Validates the environment; throws ConfigError listing every problem. */
@@ -147,7 +175,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv): Config {
     throw new ConfigError(problems);
   }
   const env = result.data;
-  const problems: string[] = [];
+  const problems = harmfulValues(env);
   const plugin = loadPlugin(env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -172,11 +200,15 @@ export function loadConfig(environment: NodeJS.ProcessEnv): Config {
     resyncIntervalMs: env.RESYNC_INTERVAL_S * 1000,
     backend: env.WATCH_BACKEND,
     scope: env.CNI_PATCH_SCOPE,
+    maxConfigBytes: env.MAX_CONFIG_BYTES,
+    shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_S * 1000,
+    logFormat: env.LOG_FORMAT,
+    healthHost: '::',
   };
 }
 
 /** The plugin is required by every command that edits or checks configs. */
-export function requirePlugin(config: Config): JsonObject {
+export function requirePlugin(config: Config): ChainedPlugin {
   if (config.plugin === undefined) {
     throw new ConfigError(['CNI_NETWORK_CONFIG: required (or CNI_NETWORK_CONFIG_FILE naming an existing file)']);
   }

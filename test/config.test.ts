@@ -40,15 +40,29 @@ describe('loadConfig', () => {
 
   it('substitutes __KUBECONFIG_FILEPATH__ and leaves other placeholders to the plugin', () => {
     const plugin = requirePlugin(loadConfig({ CNI_NETWORK_CONFIG: pluginText, DEST_CNI_NET_DIR: '/etc/cni/net.d' }));
-    expect(plugin).toEqual(expectedPlugin());
-    expect(JSON.stringify(plugin)).toContain('__SERVICEACCOUNT_TOKEN__');
+    expect(JSON.parse(plugin.text)).toEqual(expectedPlugin());
+    expect(plugin.type).toBe('linkerd-cni');
+    expect(plugin.text).toContain('__SERVICEACCOUNT_TOKEN__');
+    // The text is used as given: only the placeholder changed, every other byte (trimmed) is the file's.
+    expect(plugin.text).toBe(pluginText.trim().replaceAll('__KUBECONFIG_FILEPATH__', '/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig'));
+  });
+
+  it('keeps numbers JavaScript cannot hold exactly, as written (1e400, 2^53+1, 1.0)', () => {
+    const text = '{"type":"p","big":9007199254740993,"huge":1e400,"float":1.0,"neg":-0}';
+    const plugin = requirePlugin(loadConfig({ CNI_NETWORK_CONFIG: text }));
+    expect(plugin.text).toBe(text);
+  });
+
+  it('escapes the kubeconfig path inside the JSON string it replaces', () => {
+    const plugin = requirePlugin(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"p","k":"__KUBECONFIG_FILEPATH__"}', KUBECONFIG_FILE_NAME: 'a"b\\c' }));
+    expect(JSON.parse(plugin.text).k).toBe('/etc/cni/net.d/a"b\\c');
   });
 
   it('prefers CNI_NETWORK_CONFIG_FILE when the file exists', () => {
     const file = path.join(tempDir(), 'plugin.json');
     writeFileSync(file, '{"type":"from-file"}');
-    expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: file }).plugin).toEqual({ type: 'from-file' });
-    expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: `${file}.missing` }).plugin).toEqual({ type: 'from-env' });
+    expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: file }).plugin?.type).toBe('from-file');
+    expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: `${file}.missing` }).plugin?.type).toBe('from-env');
   });
 
   it('treats empty variables as unset', () => {
@@ -76,7 +90,19 @@ describe('loadConfig', () => {
     ['RESYNC_INTERVAL_S', '1.5', 'whole number'],
     ['WATCH_BACKEND', 'fsevents', 'native or parcel'],
     ['CNI_PATCH_SCOPE', 'some', 'all or primary'],
-    ['CNI_NETWORK_CONFIG', '{"type":', 'invalid JSON'],
+    ['CNI_NETWORK_CONFIG', '{"type":', 'not valid JSON'],
+    ['CNI_NETWORK_CONFIG', '{"type":"p"} junk', 'not valid JSON'],
+    ['MAX_CONFIG_BYTES', '10', 'whole number'],
+    ['SHUTDOWN_TIMEOUT_S', '0', 'whole number'],
+    ['LOG_FORMAT', 'xml', 'json or text'],
+    // Well-formed but harmful (DESIGN §1).
+    ['KUBECONFIG_FILE_NAME', '00-kube.conflist', 'count as a CNI config'],
+    ['KUBECONFIG_FILE_NAME', 'kube.json', 'count as a CNI config'],
+    ['KUBECONFIG_FILE_NAME', '.cni-chainer.owner', "agent's own files"],
+    ['CNI_CONF_SUFFIXES', '.tmp', 'temporary or backup'],
+    ['CNI_CONF_SUFFIXES', '.conflist,.bak', 'temporary or backup'],
+    ['DEST_CNI_NET_DIR', '/', 'root directory'],
+    ['DEST_CNI_NET_DIR', '//.', 'root directory'],
     ['CNI_NETWORK_CONFIG', '{"name":"x"}', '"type"'],
   ])('rejects %s=%s naming the variable', (name, value, expected) => {
     const found = problems({ [name]: value });
@@ -94,7 +120,7 @@ describe('loadConfig', () => {
 
   it('knows every variable of DESIGN §1', () => {
     expect(ENV_NAMES).toEqual(
-      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE']),
+      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT']),
     );
   });
 });

@@ -1,10 +1,12 @@
-// Chaining and unchaining a plugin in a CNI network configuration. Pure: text in, text out.
+// Chaining and unchaining a plugin in a CNI network configuration, byte-exact. Pure: bytes in, bytes out.
 //
-// A conflist (`plugins` array) gets every plugin of our `type` removed and ours appended last. A
-// single-plugin config (`type` at the root) becomes a conflist `{cniVersion, name, plugins: [old,
-// ours]}`. Unknown keys and key order are kept. Text that is not a JSON object holding `plugins` or
-// `type` is refused with a ConfigParseError and must never be rewritten.
-import { isJsonObject, jsonEqual, type Json, type JsonObject } from './json.js';
+// The primary CNI's text is never re-serialised (DESIGN §3 "Patching"): the patch splices our plugin's
+// text into the `plugins` array after its last element, with that element's indentation; earlier
+// entries of our type are spliced out. Unpatching splices out exactly what the patch put in, so
+// unpatch(patch(x)) is x byte for byte. A single-plugin config (`type` at the root) becomes
+// `{cniVersion, name, plugins: [<the original bytes>, ours]}`.
+import { decodeString, JsonSyntaxError, lastMember, scanJson, type JsonNode } from './json-spans.js';
+import { sameJsonText } from './json.js';
 
 export const DEFAULT_NETWORK_NAME = 'k8s-pod-network';
 
@@ -12,104 +14,219 @@ export class ConfigParseError extends Error {
   override readonly name = 'ConfigParseError';
 }
 
-export type ConfigShape = 'conflist' | 'single';
-
-export interface ParsedConfig {
-  shape: ConfigShape;
-  doc: JsonObject;
+/** The plugin we chain: its text exactly as configured (placeholders substituted) and its type. */
+export interface ChainedPlugin {
+  type: string;
+  /** The configured text, surrounding whitespace trimmed. */
+  text: string;
+  /** The same value with no insignificant whitespace, for single-line configs. */
+  compact: string;
 }
 
-/** Parses CNI config text. Trailing junk, a non-object, or neither `plugins` nor `type` is an error. */
-export function parseConfig(text: string): ParsedConfig {
-  let doc: unknown;
+/** scanJson, with a syntax error as the ConfigParseError every caller reports. */
+function scanOrRefuse(bytes: Buffer, detailDepth: number): JsonNode {
   try {
-    // JSON.parse rejects anything after the value, so "valid JSON followed by junk" is refused here.
-    doc = JSON.parse(text);
+    return scanJson(bytes, detailDepth);
   } catch (err) {
-    throw new ConfigParseError(`not valid JSON: ${(err as Error).message}`);
+    if (err instanceof JsonSyntaxError) throw new ConfigParseError(`not valid JSON: ${err.message}`);
+    throw err;
   }
-  if (!isJsonObject(doc)) throw new ConfigParseError('not a JSON object');
-  if (Object.hasOwn(doc, 'plugins')) {
-    if (!Array.isArray(doc.plugins)) throw new ConfigParseError('"plugins" is not an array');
-    return { shape: 'conflist', doc };
+}
+
+/** Validates the plugin's own config text; throws ConfigParseError when it cannot be chained. */
+export function parsePlugin(text: string): ChainedPlugin {
+  const bytes = Buffer.from(text);
+  const root = scanOrRefuse(bytes, 1);
+  const type = root.kind === 'object' ? lastMember(root, 'type') : undefined;
+  const typeName = type?.kind === 'string' ? decodeString(bytes, type.start, type.end) : '';
+  if (typeName === '') throw new ConfigParseError('expected a JSON object with a non-empty string "type"');
+  const trimmed = bytes.subarray(root.start, root.end).toString('utf8');
+  return { type: typeName, text: trimmed, compact: compactJson(trimmed) };
+}
+
+/** `text` without whitespace outside strings (the value and its tokens unchanged). */
+export function compactJson(text: string): string {
+  let out = '';
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (inString) {
+      out += c;
+      if (c === '\\') out += text[++i] ?? '';
+      else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+      out += c;
+    } else if (c !== ' ' && c !== '\n' && c !== '\r' && c !== '\t') {
+      out += c;
+    }
   }
-  if (typeof doc.type === 'string') return { shape: 'single', doc };
+  return out;
+}
+
+export type ConfigShape = 'conflist' | 'single';
+
+/** A config's bytes with the offsets the patcher needs. */
+export interface ScannedConfig {
+  bytes: Buffer;
+  shape: ConfigShape;
+  root: JsonNode;
+  /** The `plugins` array (conflists). */
+  plugins?: JsonNode;
+  /** The `type` of each element of `plugins` (undefined where it has none). */
+  types: Array<string | undefined>;
+}
+
+function typeOf(bytes: Buffer, node: JsonNode): string | undefined {
+  const type = node.kind === 'object' ? lastMember(node, 'type') : undefined;
+  return type?.kind === 'string' ? decodeString(bytes, type.start, type.end) : undefined;
+}
+
+/** Scans CNI config bytes. Trailing junk, a non-object, or neither `plugins` nor `type` is an error. */
+export function scanConfig(bytes: Buffer): ScannedConfig {
+  const root = scanOrRefuse(bytes, 3);
+  if (root.kind !== 'object') throw new ConfigParseError('not a JSON object');
+  const plugins = lastMember(root, 'plugins');
+  if (plugins !== undefined) {
+    if (plugins.kind !== 'array') throw new ConfigParseError('"plugins" is not an array');
+    return { bytes, shape: 'conflist', root, plugins, types: plugins.items!.map((item) => typeOf(bytes, item)) };
+  }
+  if (typeOf(bytes, root) !== undefined) return { bytes, shape: 'single', root, types: [] };
   throw new ConfigParseError('neither a "plugins" list nor a plugin "type"');
 }
 
-export function serializeConfig(doc: JsonObject): string {
-  return `${JSON.stringify(doc, null, 2)}\n`;
-}
+export type ChainState = 'chained' | 'not-chained' | 'stale-plugin';
 
-function pluginType(plugin: Json): string | undefined {
-  return isJsonObject(plugin) && typeof plugin.type === 'string' ? plugin.type : undefined;
-}
-
-function pluginsOf(config: ParsedConfig): Json[] {
-  return config.shape === 'conflist' ? (config.doc.plugins as Json[]) : [config.doc];
-}
-
-/** True when ours is the last plugin, exactly as desired, and no other plugin has our type. */
-export function isChained(config: ParsedConfig, plugin: JsonObject): boolean {
-  const plugins = pluginsOf(config);
-  const last = plugins.at(-1);
-  if (config.shape !== 'conflist' || last === undefined || !jsonEqual(last, plugin)) return false;
-  return plugins.slice(0, -1).every((p) => pluginType(p) !== plugin.type);
-}
-
-/** True when any plugin of the config has the given type. */
-export function holdsPluginType(config: ParsedConfig, type: string): boolean {
-  return pluginsOf(config).some((p) => pluginType(p) === type);
-}
-
-/** The config with our plugin chained last; a single-plugin config becomes a conflist. */
-export function chainPlugin(config: ParsedConfig, plugin: JsonObject): JsonObject {
-  if (config.shape === 'single') {
-    const upgraded: JsonObject = {};
-    if (config.doc.cniVersion !== undefined) upgraded.cniVersion = config.doc.cniVersion;
-    upgraded.name = config.doc.name ?? DEFAULT_NETWORK_NAME;
-    upgraded.plugins = [config.doc, plugin];
-    return upgraded;
+/** chained: ours is last, equal to the configured plugin, and no other element has our type. */
+export function chainState(config: ScannedConfig, plugin: ChainedPlugin): ChainState {
+  const ours = config.types.filter((t) => t === plugin.type).length;
+  if (ours === 0) return 'not-chained';
+  const lastIndex = config.types.length - 1;
+  if (ours === 1 && config.types[lastIndex] === plugin.type) {
+    const last = config.plugins!.items![lastIndex]!;
+    if (sameJsonText(config.bytes.subarray(last.start, last.end).toString('utf8'), plugin.text)) return 'chained';
   }
-  const others = (config.doc.plugins as Json[]).filter((p) => pluginType(p) !== plugin.type);
-  return { ...config.doc, plugins: [...others, plugin] };
+  return 'stale-plugin';
 }
 
-/** The config without any plugin of the given type (a single-plugin config is returned unchanged). */
-export function unchainPlugin(config: ParsedConfig, type: string): JsonObject {
-  if (config.shape === 'single') return config.doc;
-  return { ...config.doc, plugins: (config.doc.plugins as Json[]).filter((p) => pluginType(p) !== type) };
+/** The whitespace right before offset `at`. */
+function whitespaceBefore(bytes: Buffer, at: number): string {
+  let i = at;
+  while (i > 0 && (bytes[i - 1] === 0x20 || bytes[i - 1] === 0x0a || bytes[i - 1] === 0x0d || bytes[i - 1] === 0x09)) i--;
+  return bytes.subarray(i, at).toString('latin1');
 }
 
-/** parseConfig without the exception: the reason is returned instead. */
-export function tryParseConfig(text: string): ParsedConfig | { invalid: string } {
+/**
+ * The plugin's text as it goes after `separator` (the whitespace before the array's last element):
+ * re-indented to that element's column when the config is multi-line, compact when it is one line.
+ * JSON strings hold no raw newline, so prefixing every line break indents without touching a value.
+ */
+function renderPlugin(plugin: ChainedPlugin, separator: string): string {
+  const newline = separator.lastIndexOf('\n');
+  if (newline < 0) return plugin.compact;
+  const indent = separator.slice(newline + 1);
+  return plugin.text.replace(/\n/g, `\n${indent}`);
+}
+
+/** The bytes with array elements `remove` spliced out, separators included. */
+function spliceOut(bytes: Buffer, items: readonly JsonNode[], remove: ReadonlySet<number>): Buffer {
+  const firstKept = items.findIndex((_, k) => !remove.has(k));
+  const cuts: Array<[number, number]> = [];
+  if (firstKept < 0) {
+    // Nothing stays: cut from the first element to the last, whitespace around them stays.
+    cuts.push([items[0]!.start, items.at(-1)!.end]);
+  } else {
+    for (const k of [...remove].sort((a, b) => a - b)) {
+      // Before the first kept element an element goes with the separator after it; after it, with
+      // the separator before it. This is what makes the cut of an appended element its exact inverse.
+      cuts.push(k < firstKept ? [items[k]!.start, items[k + 1]!.start] : [items[k - 1]!.end, items[k]!.end]);
+    }
+  }
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (const [from, to] of cuts) {
+    parts.push(bytes.subarray(at, from));
+    at = to;
+  }
+  parts.push(bytes.subarray(at));
+  return Buffer.concat(parts);
+}
+
+/** The bytes with the plugin appended to the `plugins` array. */
+function appendPlugin(bytes: Buffer, plugins: JsonNode, plugin: ChainedPlugin): Buffer {
+  const items = plugins.items!;
+  const last = items.at(-1);
+  if (last === undefined) {
+    // `[]` or `[ \n ]`: right after the bracket, so that cutting the element restores the whitespace.
+    const at = plugins.start + 1;
+    return Buffer.concat([bytes.subarray(0, at), Buffer.from(plugin.compact), bytes.subarray(at)]);
+  }
+  const separator = whitespaceBefore(bytes, last.start);
+  const insert = Buffer.from(`,${separator}${renderPlugin(plugin, separator)}`);
+  return Buffer.concat([bytes.subarray(0, last.end), insert, bytes.subarray(last.end)]);
+}
+
+/** A single-plugin config as a conflist around its original bytes. */
+function upgradeSingle(config: ScannedConfig, plugin: ChainedPlugin): Buffer {
+  const { bytes, root } = config;
+  const raw = (node: JsonNode | undefined) => (node === undefined ? undefined : bytes.subarray(node.start, node.end).toString('latin1'));
+  const cniVersion = raw(lastMember(root, 'cniVersion'));
+  const name = raw(lastMember(root, 'name')) ?? JSON.stringify(DEFAULT_NETWORK_NAME);
+  // latin1 keeps every byte as one char, and back again: the original bytes survive exactly.
+  const head = `{\n${cniVersion === undefined ? '' : `  "cniVersion": ${cniVersion},\n`}  "name": ${name},\n  "plugins": [\n    `;
+  const tail = `,\n    ${renderPlugin(plugin, '\n    ')}\n  ]\n}\n`;
+  return Buffer.concat([Buffer.from(head, 'latin1'), bytes.subarray(root.start, root.end), Buffer.from(tail)]);
+}
+
+function indicesOfType(config: ScannedConfig, type: string): Set<number> {
+  const found = new Set<number>();
+  config.types.forEach((t, k) => {
+    if (t === type) found.add(k);
+  });
+  return found;
+}
+
+export type PatchPlan =
+  | { action: 'none' } // already chained exactly: write nothing
+  | { action: 'write'; bytes: Buffer; upgraded: boolean } // upgraded: was a single-plugin config
+  | { action: 'invalid'; reason: string };
+
+function tryScan(bytes: Buffer): ScannedConfig | { invalid: string } {
   try {
-    return parseConfig(text);
+    return scanConfig(bytes);
   } catch (err) {
     if (err instanceof ConfigParseError) return { invalid: err.message };
     throw err;
   }
 }
 
-export type PatchPlan =
-  | { action: 'none' } // already chained exactly: write nothing
-  | { action: 'write'; text: string; upgraded: boolean } // upgraded: was a single-plugin config
-  | { action: 'invalid'; reason: string };
-
-/** What to do with a config's text so that `plugin` is chained. Never throws. */
-export function planPatch(text: string, plugin: JsonObject): PatchPlan {
-  const config = tryParseConfig(text);
+/** What to do with a config's bytes so that `plugin` is chained. Never throws. */
+export function planPatch(bytes: Buffer, plugin: ChainedPlugin): PatchPlan {
+  const config = tryScan(bytes);
   if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
-  if (isChained(config, plugin)) return { action: 'none' };
-  return { action: 'write', text: serializeConfig(chainPlugin(config, plugin)), upgraded: config.shape === 'single' };
+  if (config.shape === 'single') return { action: 'write', bytes: upgradeSingle(config, plugin), upgraded: true };
+  if (chainState(config, plugin) === 'chained') return { action: 'none' };
+  const ours = indicesOfType(config, plugin.type);
+  let base = config;
+  if (ours.size > 0) {
+    // Older entries of our type go first; the result is valid JSON of the same shape by construction.
+    base = scanConfig(spliceOut(config.bytes, config.plugins!.items!, ours));
+  }
+  return { action: 'write', bytes: appendPlugin(base.bytes, base.plugins!, plugin), upgraded: false };
 }
 
-export type UnpatchPlan = { action: 'none' } | { action: 'write'; text: string } | { action: 'invalid'; reason: string };
+export type UnpatchPlan = { action: 'none' } | { action: 'write'; bytes: Buffer } | { action: 'invalid'; reason: string };
 
-/** What to do with a config's text so that no plugin of `type` is left in it. Never throws. */
-export function planUnpatch(text: string, type: string): UnpatchPlan {
-  const config = tryParseConfig(text);
+/** What to do with a config's bytes so that no plugin of `type` is left in it. Never throws. */
+export function planUnpatch(bytes: Buffer, type: string): UnpatchPlan {
+  const config = tryScan(bytes);
   if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
-  if (config.shape === 'single' || !holdsPluginType(config, type)) return { action: 'none' };
-  return { action: 'write', text: serializeConfig(unchainPlugin(config, type)) };
+  const ours = indicesOfType(config, type);
+  if (config.shape === 'single' || ours.size === 0) return { action: 'none' };
+  return { action: 'write', bytes: spliceOut(config.bytes, config.plugins!.items!, ours) };
+}
+
+/** True when any element of `plugins` has the given type. */
+export function holdsPluginType(config: ScannedConfig, type: string): boolean {
+  return config.types.includes(type);
 }

@@ -1,5 +1,5 @@
 // Which directory entries are CNI configs, and which one the container runtime loads. Pure.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 
 // Editors, backups and other tools' temporary files are never configs, whatever their suffix says.
@@ -44,10 +44,52 @@ export function conflistName(name: string): string {
 const PROCESS_TOKEN = randomBytes(6).toString('hex');
 let tempCounter = 0;
 
-/** A temporary name beside `name`: hidden and ending in .tmp, so it never counts as a config. */
-export function tempNameFor(name: string): string {
+/** Linux's NAME_MAX: the longest directory entry name, in bytes. */
+export const NAME_MAX = 255;
+// A readable prefix of the target's name, in bytes: the rest of a temp name is fixed-length, so every
+// temp name fits NAME_MAX whatever the target's name (a 240-byte config name included).
+const NAME_PREFIX_BYTES = 96;
+
+/** A short hash of a name, so that a temp name identifies its target whatever that name's length. */
+export function nameHash(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 12);
+}
+
+function prefixOf(name: string): string {
+  if (Buffer.byteLength(name) <= NAME_PREFIX_BYTES) return name;
+  let out = '';
+  for (const ch of name) {
+    if (Buffer.byteLength(out + ch) > NAME_PREFIX_BYTES) break;
+    out += ch;
+  }
+  return out;
+}
+
+/**
+ * A temporary name beside `name`: hidden and ending in .tmp, so it never counts as a config. It carries
+ * the target's name hash and, for a replacement, the hash of the content it expects to displace:
+ * after a crash inside an exchange, the sweep at start tells a displaced newer write from a stale
+ * temp by that hash (see fs/stranded-temps.ts).
+ */
+export function tempNameFor(name: string, expectHash = 'new'): string {
   tempCounter = (tempCounter + 1) % 1_000_000;
-  return `.${name}${TEMP_MARKER}${PROCESS_TOKEN}-${tempCounter}.tmp`;
+  return `.${prefixOf(name)}${TEMP_MARKER}${PROCESS_TOKEN}-${tempCounter}-${nameHash(name)}-${expectHash}.tmp`;
+}
+
+export interface TempNameParts {
+  token: string;
+  nameHash: string;
+  /** sha256 prefix of the content the write expected to replace; 'new' when it replaced nothing known. */
+  expectHash: string;
+}
+
+const TEMP_TAIL = /\.cni-chainer-([0-9a-f]{12})-\d+-([0-9a-f]{12})-([0-9a-f]{12}|new)\.tmp$/;
+
+/** The parts of a temp name made by any cni-chainer process; undefined for any other name. */
+export function parseTempName(name: string): TempNameParts | undefined {
+  if (!name.startsWith('.')) return undefined;
+  const m = TEMP_TAIL.exec(name);
+  return m === null ? undefined : { token: m[1]!, nameHash: m[2]!, expectHash: m[3]! };
 }
 
 /** A temp name made by any cni-chainer process. */

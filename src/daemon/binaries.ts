@@ -1,9 +1,21 @@
 // The plugin binaries go into the host's CNI bin dir before any config names them: CRI-O skips a
 // config whose plugin binary is missing, and containerd fails every new pod on it.
-import { readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+//
+// A binary can be tens of megabytes and is re-checked at every resync: it is compared by size and
+// modification time first (our copies carry the source's mtime), then by a streamed hash, and copied
+// streaming, so neither memory nor the event loop ever holds a whole binary.
+import { createHash } from 'node:crypto';
+import { closeSync, constants, fstatSync, openSync, read, readdirSync, statSync, write, type Stats } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { writeFileAtomic } from '../fs/atomic-write.js';
+import { withDir, type Dir } from '../fs/dir.js';
 import { errnoCode } from '../fs/errno.js';
+import type { HostRoot } from '../fs/host-root.js';
+
+const readAsync = promisify(read);
+const writeAsync = promisify(write);
+const CHUNK = 256 * 1024;
 
 export interface InstalledBinary {
   name: string;
@@ -15,34 +27,85 @@ export function binaryNames(sourceDir: string): string[] {
   return readdirSync(sourceDir).filter((name) => statSync(path.join(sourceDir, name)).isFile());
 }
 
-/** Copies every binary atomically, mode kept; identical copies are left alone. */
-export async function installBinaries(sourceDir: string, destDir: string): Promise<InstalledBinary[]> {
-  const installed: InstalledBinary[] = [];
-  for (const name of binaryNames(sourceDir)) {
-    const source = path.join(sourceDir, name);
-    const data = readFileSync(source);
-    const dest = path.join(destDir, name);
-    let same = false;
-    try {
-      same = readFileSync(dest).equals(data);
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    }
-    if (!same) await writeFileAtomic(dest, data, { mode: statSync(source).mode & 0o7777 });
-    installed.push({ name, written: !same });
+/** Streams `fd` from its start through `each`, one chunk at a time. */
+async function streamFd(fd: number, each: (chunk: Buffer) => void | Promise<void>): Promise<void> {
+  const buffer = Buffer.allocUnsafe(CHUNK);
+  for (let position = 0; ; ) {
+    const { bytesRead } = await readAsync(fd, buffer, 0, CHUNK, position);
+    if (bytesRead === 0) return;
+    await each(buffer.subarray(0, bytesRead));
+    position += bytesRead;
   }
-  return installed;
 }
 
-export function removeBinaries(destDir: string, names: readonly string[]): string[] {
-  const removed: string[] = [];
-  for (const name of names) {
-    try {
-      unlinkSync(path.join(destDir, name));
-      removed.push(name);
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    }
+async function hashFd(fd: number): Promise<string> {
+  const hash = createHash('sha256');
+  await streamFd(fd, (chunk) => void hash.update(chunk));
+  return hash.digest('hex');
+}
+
+async function sameBinary(source: string, sourceStat: Stats, dir: Dir, name: string): Promise<boolean> {
+  let fd: number;
+  try {
+    fd = dir.openEntry(name, constants.O_RDONLY);
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT' || code === 'ELOOP') return false; // missing, or a symlink: replace it
+    throw err;
   }
-  return removed;
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size !== sourceStat.size) return false;
+    if (st.mtimeMs === sourceStat.mtimeMs) return true;
+    const sourceFd = openSync(source, constants.O_RDONLY);
+    try {
+      return (await hashFd(sourceFd)) === (await hashFd(fd));
+    } finally {
+      closeSync(sourceFd);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Copies every binary atomically, mode and mtime kept; identical copies are left alone. */
+export async function installBinaries(sourceDir: string, root: HostRoot, binDir: string): Promise<InstalledBinary[]> {
+  return withDir(root.openDir(binDir), async (dir) => {
+    const installed: InstalledBinary[] = [];
+    for (const name of binaryNames(sourceDir)) {
+      const source = path.join(sourceDir, name);
+      const sourceStat = statSync(source);
+      const same = await sameBinary(source, sourceStat, dir, name);
+      if (!same) {
+        const copy = async (fd: number): Promise<void> => {
+          const sourceFd = openSync(source, constants.O_RDONLY);
+          try {
+            await streamFd(sourceFd, async (chunk) => {
+              for (let offset = 0; offset < chunk.length; ) offset += (await writeAsync(fd, chunk, offset, chunk.length - offset)).bytesWritten;
+            });
+          } finally {
+            closeSync(sourceFd);
+          }
+        };
+        await writeFileAtomic(dir, name, copy, { mode: sourceStat.mode & 0o7777, mtime: sourceStat.mtime });
+      }
+      installed.push({ name, written: !same });
+    }
+    return installed;
+  });
+}
+
+export async function removeBinaries(root: HostRoot, binDir: string, names: readonly string[]): Promise<string[]> {
+  return withDir(root.openDir(binDir), (dir) => {
+    const removed: string[] = [];
+    for (const name of names) {
+      try {
+        dir.unlink(name);
+        removed.push(name);
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT') throw err;
+      }
+    }
+    return removed;
+  });
 }

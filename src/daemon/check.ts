@@ -1,12 +1,13 @@
-// `cni-chainer check`: a read-only report of the node's CNI configs.
-import { readFileSync } from 'node:fs';
-import { ConfigParseError, holdsPluginType, isChained, parseConfig } from '../cni/conflist.js';
-import type { JsonObject } from '../cni/json.js';
+// `cni-chainer check`: a read-only report of the node's CNI configs, and of the plugin binary they name.
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { chainState, ConfigParseError, scanConfig, type ChainedPlugin } from '../cni/conflist.js';
 import { compareNames, libcniOrder } from '../cni/names.js';
+import { readEntry } from '../fs/bounded-read.js';
 import type { HostRoot } from '../fs/host-root.js';
 import { listNodeConfigs } from './node-configs.js';
 
-export type ConfigState = 'chained' | 'not-chained' | 'stale-plugin' | 'invalid' | 'unresolved';
+export type ConfigState = 'chained' | 'not-chained' | 'stale-plugin' | 'invalid' | 'unresolved' | 'too-large';
 
 export interface ConfigReport {
   name: string;
@@ -21,33 +22,67 @@ export interface NodeReport {
   netDir: string;
   netDirExists: boolean;
   loaded?: string;
-  /** True when the loaded config is chained: `check` exits 0 only then. */
+  /** The plugin's binary in the host bin dir: a config naming a missing binary fails every pod. */
+  binary: { path: string; present: boolean };
+  /** True when the loaded config is chained and its binary is there: `check` exits 0 only then. */
   chained: boolean;
   configs: ConfigReport[];
 }
 
-function stateOf(file: string | undefined, plugin: JsonObject): { state: ConfigState; detail?: string } {
+function stateOf(root: HostRoot, file: string | undefined, plugin: ChainedPlugin, maxBytes: number): { state: ConfigState; detail?: string } {
   if (file === undefined) return { state: 'unresolved' };
+  let dir;
   try {
-    const config = parseConfig(readFileSync(file, 'utf8'));
-    if (isChained(config, plugin)) return { state: 'chained' };
-    if (holdsPluginType(config, plugin.type as string)) return { state: 'stale-plugin', detail: 'holds the plugin, but not as configured or not last' };
-    return { state: 'not-chained' };
+    dir = root.openDir(path.posix.dirname(file));
+  } catch (err) {
+    return { state: 'unresolved', detail: (err as Error).message };
+  }
+  try {
+    const read = readEntry(dir, path.posix.basename(file), maxBytes);
+    if (read.kind === 'too-large') return { state: 'too-large', detail: `${read.size} bytes` };
+    if (read.kind !== 'file') return { state: 'unresolved', detail: read.kind };
+    const config = scanConfig(read.bytes);
+    const state = config.shape === 'single' ? 'not-chained' : chainState(config, plugin);
+    if (state === 'stale-plugin') return { state, detail: 'holds the plugin, but not as configured or not last' };
+    return { state };
   } catch (err) {
     if (err instanceof ConfigParseError) return { state: 'invalid', detail: err.message };
     return { state: 'unresolved', detail: (err as Error).message };
+  } finally {
+    dir.close();
   }
 }
 
-export function inspectNode(root: HostRoot, netDir: string, suffixes: readonly string[], plugin: JsonObject): NodeReport {
-  const configs = listNodeConfigs(root, netDir, suffixes);
-  if (configs === undefined) return { netDir, netDirExists: false, chained: false, configs: [] };
+function binaryPresent(root: HostRoot, binDir: string, name: string): boolean {
+  try {
+    const dir = root.openDir(binDir);
+    try {
+      const st = dir.lstat(name);
+      return st !== undefined && st.isFile() && (st.mode & 0o111) !== 0;
+    } finally {
+      dir.close();
+    }
+  } catch {
+    return false;
+  }
+}
+
+export function inspectNode(root: HostRoot, config: Pick<Config, 'netDir' | 'binDir' | 'suffixes' | 'maxConfigBytes'>, plugin: ChainedPlugin): NodeReport {
+  const binary = { path: path.posix.join(config.binDir, plugin.type), present: binaryPresent(root, config.binDir, plugin.type) };
+  const configs = listNodeConfigs(root, config.netDir, config.suffixes);
+  if (configs === undefined) return { netDir: config.netDir, netDirExists: false, binary, chained: false, configs: [] };
   const loaded = libcniOrder(configs.filter((c) => c.file !== undefined).map((c) => c.name))[0];
   const reports = configs
     .sort((a, b) => compareNames(a.name, b.name))
-    .map((c): ConfigReport => ({ name: c.name, loaded: c.name === loaded, symlink: c.symlink, ...stateOf(c.file, plugin) }));
-  const chained = reports.some((r) => r.loaded && r.state === 'chained');
-  return { netDir, netDirExists: true, loaded, chained, configs: reports };
+    .map((c): ConfigReport => ({ name: c.name, loaded: c.name === loaded, symlink: c.symlink, ...stateOf(root, c.file, plugin, config.maxConfigBytes) }));
+  const chained = binary.present && reports.some((r) => r.loaded && r.state === 'chained');
+  return { netDir: config.netDir, netDirExists: true, loaded, binary, chained, configs: reports };
+}
+
+/** A name as it is safe to print: control characters (a newline could forge report lines) escaped. */
+export function printable(name: string): string {
+  // eslint-disable-next-line no-control-regex
+  return /[\u0000-\u001f\u007f"\\]/.test(name) ? JSON.stringify(name) : name;
 }
 
 export function formatReport(report: NodeReport): string {
@@ -55,11 +90,16 @@ export function formatReport(report: NodeReport): string {
   const lines = [`${report.netDir}:`];
   if (report.configs.length === 0) lines.push('  (no CNI config)');
   for (const c of report.configs) {
-    let line = `  ${c.loaded ? '*' : ' '} ${c.name}  ${c.state}`;
-    if (c.symlink !== undefined) line += `  -> ${c.symlink.text}${c.symlink.target !== undefined ? ` (${c.symlink.target})` : ` [${c.symlink.error}]`}`;
-    if (c.detail !== undefined) line += `  (${c.detail})`;
+    let line = `  ${c.loaded ? '*' : ' '} ${printable(c.name)}  ${c.state}`;
+    if (c.symlink !== undefined) {
+      line += `  -> ${printable(c.symlink.text)}${c.symlink.target !== undefined ? ` (${printable(c.symlink.target)})` : ` [${printable(c.symlink.error ?? '')}]`}`;
+    }
+    if (c.detail !== undefined) line += `  (${printable(c.detail)})`;
     lines.push(line);
   }
-  lines.push(report.loaded === undefined ? 'not chained: no config the runtime would load' : `${report.chained ? 'chained' : 'NOT chained'}: the runtime loads ${report.loaded} (marked *)`);
+  lines.push(`plugin binary ${report.binary.path}: ${report.binary.present ? 'present' : 'MISSING (every pod on a config that names it fails)'}`);
+  if (report.loaded === undefined) lines.push('not chained: no config the runtime would load');
+  else if (!report.binary.present) lines.push(`NOT chained: the runtime loads ${printable(report.loaded)}, but the plugin binary is missing`);
+  else lines.push(`${report.chained ? 'chained' : 'NOT chained'}: the runtime loads ${printable(report.loaded)} (marked *)`);
   return `${lines.join('\n')}\n`;
 }

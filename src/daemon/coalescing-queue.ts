@@ -1,28 +1,41 @@
 // Per-key serialisation with coalescing: at most one pass of a key runs at a time, and any number of
-// triggers during a pass cause exactly one more pass afterwards. The first pass starts synchronously
-// inside trigger(), so a complete-write event is acted on at once.
-export class CoalescingQueue {
-  private readonly active = new Set<string>();
-  private readonly running = new Map<string, Promise<void>>();
-  private readonly again = new Set<string>();
+// triggers during a pass cause exactly one more pass afterwards. At most `limit` passes run at once
+// (each holds a few fds across its fsync: unbounded, a resync of thousands of configs exhausts
+// RLIMIT_NOFILE); the others wait in trigger order. Below the limit, the first pass starts
+// synchronously inside trigger(), so a complete-write event is acted on at once.
+export const DEFAULT_PASS_CONCURRENCY = 32;
+
+export class CoalescingQueue<K = string> {
+  private readonly active = new Set<K>(); // running or waiting for a slot
+  private readonly running = new Map<K, Promise<void>>();
+  private readonly waiting = new Set<K>();
+  private readonly again = new Set<K>();
 
   constructor(
-    private readonly pass: (key: string) => Promise<void>,
-    private readonly onError: (key: string, error: unknown) => void,
+    private readonly pass: (key: K) => Promise<void>,
+    private readonly onError: (key: K, error: unknown) => void,
+    private readonly limit = DEFAULT_PASS_CONCURRENCY,
   ) {}
 
-  trigger(key: string): void {
+  trigger(key: K): void {
     if (this.active.has(key)) {
-      this.again.add(key);
+      // A waiting key's pass has not started: it will see this change anyway. (Not `running.has`: a
+      // pass that triggers its own key synchronously runs before its promise is recorded.)
+      if (!this.waiting.has(key)) this.again.add(key);
       return;
     }
     // Marked before the pass starts: a pass that triggers its own key synchronously must not start a
     // second, concurrent pass.
     this.active.add(key);
+    if (this.running.size >= this.limit) this.waiting.add(key);
+    else this.start(key);
+  }
+
+  private start(key: K): void {
     this.running.set(key, this.run(key));
   }
 
-  private async run(key: string): Promise<void> {
+  private async run(key: K): Promise<void> {
     for (;;) {
       this.again.delete(key);
       try {
@@ -34,16 +47,26 @@ export class CoalescingQueue {
       if (!this.again.has(key)) {
         this.active.delete(key);
         this.running.delete(key);
+        this.startWaiting();
         return;
       }
     }
   }
 
-  get size(): number {
-    return this.running.size;
+  private startWaiting(): void {
+    for (const key of this.waiting) {
+      if (this.running.size >= this.limit) return;
+      this.waiting.delete(key);
+      this.start(key);
+    }
   }
 
-  /** Resolves once no pass is running (including passes triggered meanwhile). */
+  /** Keys running or waiting. */
+  get size(): number {
+    return this.active.size;
+  }
+
+  /** Resolves once no pass is running or waiting (including passes triggered meanwhile). */
   async drain(): Promise<void> {
     while (this.running.size > 0) await Promise.all([...this.running.values()]);
   }

@@ -1,11 +1,16 @@
 // The `run` lifecycle (DESIGN §3): binaries, kubeconfig, watches, scan, ready; then events, resyncs,
-// token rotation; and on stop, the cleanup, unless a newer instance owns the node.
-import { existsSync, lstatSync, mkdirSync, statSync } from 'node:fs';
+// token rotation, ownership heartbeats; and on stop, the cleanup, unless a newer instance owns the node.
+//
+// One explicit phase instead of loose flags:
+//   starting → active ⇄ passive (another live instance owns the node) → stopping → stopped
+// net.d's watch, the ownership rule, fights and symlinks each live in their own module.
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import type { JsonObject } from '../cni/json.js';
+import type { ChainedPlugin } from '../cni/conflist.js';
 import { isConfigName } from '../cni/names.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
+import type { Dir } from '../fs/dir.js';
 import { HostRoot } from '../fs/host-root.js';
 import { KubeconfigFile } from '../kube/kubeconfig-file.js';
 import type { Logger } from '../log.js';
@@ -14,19 +19,34 @@ import type { WatchEvent, Watcher } from '../watch/watcher.js';
 import { installBinaries, removeBinaries } from './binaries.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { Metrics } from './metrics.js';
+import { NetDirWatch, watchFailureReason } from './net-dir-watch.js';
 import { isOwnRename, ownRenameCookies } from './own-renames.js';
-import { OWNER_FILE_NAME, Ownership } from './ownership.js';
+import { HEARTBEAT_MS, OWNER_FILE_NAME, Ownership } from './ownership.js';
 import { Readiness } from './readiness.js';
 import { Reconciler } from './reconciler.js';
 import { SettleTimers } from './settle-timers.js';
+import { sweepTemps } from './temp-sweep.js';
 import { unpatchNode } from './unpatch-node.js';
+
+export type Phase = 'starting' | 'active' | 'passive' | 'stopping' | 'stopped';
+
+export interface StopResult {
+  /** True when this instance removed what it installed (false: another owns the node, or it failed). */
+  cleaned: boolean;
+  unpatched: string[];
+  /** Configs that still hold the plugin: the binary and kubeconfig were kept for them. */
+  failed: string[];
+}
+
+// Temps younger than this may belong to another instance's write in progress (upgrade overlap).
+const SWEEP_MIN_AGE_MS = 10_000;
 
 export class Daemon {
   readonly root: HostRoot;
   readonly readiness = new Readiness();
-  readonly netDirOnDisk: string;
-  private readonly binDirOnDisk: string;
+  phase: Phase = 'starting';
   private readonly watcher: Watcher;
+  private readonly netDir: NetDirWatch;
   private readonly reconciler: Reconciler;
   private readonly kubeconfig: KubeconfigFile;
   private readonly ownership: Ownership;
@@ -41,26 +61,22 @@ export class Daemon {
       ),
   );
   private installed: string[] = [];
-  private armed = false; // net.d itself is watched
-  private waitingIn: string | undefined; // the ancestor watched while net.d does not exist
-  private claimed = false;
-  private passive = false; // another instance took over the node
-  private stopping = false;
+  private binDirOnDisk: string | undefined;
+  /** Every symlink target we ever patched (host paths): a retargeted link leaves its old one chained. */
+  private readonly patchedTargets = new Set<string>();
   private resyncTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
   private lastReady = false; // "not ready" while starting goes without saying
-  private arming: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly config: Config,
-    private readonly plugin: JsonObject,
+    private readonly plugin: ChainedPlugin,
     private readonly log: Logger,
     private readonly metrics: Metrics,
   ) {
     this.root = new HostRoot(config.hostRoot);
-    this.netDirOnDisk = this.root.dirOnDisk(config.netDir);
-    this.binDirOnDisk = this.root.toDisk(config.binDir);
-    this.kubeconfig = new KubeconfigFile(config, path.join(this.netDirOnDisk, config.kubeconfigName));
-    this.ownership = new Ownership(this.netDirOnDisk);
+    this.kubeconfig = new KubeconfigFile(config, this.root);
+    this.ownership = new Ownership(this.root, config.netDir);
     this.watcher = createWatcher(
       config.backend,
       (events) => this.onEvents(events),
@@ -69,17 +85,29 @@ export class Daemon {
         this.rescan('watcher-error');
       },
     );
-    this.reconciler = new Reconciler({
-      config,
-      plugin,
-      root: this.root,
+    this.netDir = new NetDirWatch(
+      this.root,
+      config.netDir,
+      this.watcher,
       log,
-      metrics,
-      readiness: this.readiness,
-      isActive: () => !this.stopping && !this.passive,
-      onTargetDir: (dir, used) => void this.watchTargetDir(dir, used),
-      onPassDone: () => this.updateReadiness(),
-    });
+      (disk) => this.onNetDirArmed(disk),
+      (reason) => this.onNetDirLost(reason),
+    );
+    this.reconciler = new Reconciler(
+      {
+        config,
+        plugin,
+        root: this.root,
+        log,
+        metrics,
+        readiness: this.readiness,
+        isActive: () => this.phase === 'active' || this.phase === 'starting',
+        onTargetDir: (dir, used) => void this.watchTargetDir(dir, used),
+        onPassDone: () => this.updateReadiness(),
+        onTargetPatched: (hostPath) => this.patchedTargets.add(hostPath),
+      },
+      this.root.toDisk(config.netDir),
+    );
     this.readiness.block('start', 'starting');
   }
 
@@ -87,61 +115,114 @@ export class Daemon {
     return this.ownership.record.instance;
   }
 
-  /** True while the watches are in place (for /healthz). */
+  /** For /healthz: the watch on net.d (or on the path to it) is live, and we are not stopping. */
   get watching(): boolean {
-    return !this.stopping && (this.armed || this.waitingIn !== undefined);
+    return (this.phase === 'starting' || this.phase === 'active' || this.phase === 'passive') && this.netDir.live;
   }
 
   async start(): Promise<void> {
     this.kubeconfig.render(); // a token without KUBERNETES_SERVICE_HOST is a configuration error: fail now
+    if (!this.root.kernelConfined) {
+      this.log.warn('openat2 is not available (Linux before 5.6): symlinks are resolved inside the host root in userland, which a concurrent directory swap can race');
+    }
     // 1. Binaries before any config names them.
-    mkdirSync(this.binDirOnDisk, { recursive: true });
-    const binaries = await installBinaries(this.config.containerBinDir, this.binDirOnDisk);
+    this.binDirOnDisk = this.ensureDir(this.config.binDir);
+    const binaries = await installBinaries(this.config.containerBinDir, this.root, this.config.binDir);
     this.installed = binaries.map((b) => b.name);
     this.log.info({ dir: this.config.binDir, binaries: binaries.map((b) => `${b.name}${b.written ? '' : ' (unchanged)'}`) }, 'installed plugin binaries');
-    // 2. Kubeconfig, when net.d already exists (otherwise once it appears).
-    if (existsSync(this.netDirOnDisk)) await this.syncKubeconfig();
-    // 3. Watches first: the service-account dir, the bin dir, net.d (or its nearest existing ancestor).
+    // 2. Stranded temp files of earlier instances, before anything reads the configs (a newer write
+    //    displaced by a crash mid-exchange goes back first); then the kubeconfig, if net.d exists.
+    this.sweep(0);
+    if (this.root.dirOnDisk(this.config.netDir) !== undefined) {
+      this.chores.trigger('kubeconfig');
+      await this.chores.drain();
+    }
+    // 3. Watches first: the service-account dir, the bin dir, then net.d and the path to it, whose
+    //    arming claims the node, writes the kubeconfig and scans. A watch the kernel refuses here
+    //    (inotify limits) ends the start: never "running" without a watch.
+    // (@parcel/watcher answers a missing directory with EBADF, not ENOENT: look first.)
     if (existsSync(this.config.serviceAccountDir)) await this.watcher.watch(this.config.serviceAccountDir);
     await this.watcher.watch(this.binDirOnDisk);
-    // 4. Then the scan, inside arm(): anything written from here on is seen by the scan, the watch or both.
-    await this.rearm();
-    if (this.config.resyncIntervalMs > 0) {
-      this.resyncTimer = setInterval(() => void this.resync(), this.config.resyncIntervalMs);
-      this.resyncTimer.unref();
-    }
-    // 5. Ready once the first passes are done (the readiness report also needs every config chained).
+    await this.netDir.rearm();
+    this.resyncTimer = this.every(this.config.resyncIntervalMs, () => void this.resync());
+    this.heartbeatTimer = this.every(HEARTBEAT_MS, () => void this.heartbeat());
+    // 4. Ready once the first passes are done (the readiness report also needs every config chained).
     await this.reconciler.drain();
+    if (this.phase === 'starting') this.phase = 'active';
     this.readiness.block('start', undefined);
     this.updateReadiness();
   }
 
+  private every(ms: number, fn: () => void): NodeJS.Timeout | undefined {
+    if (ms <= 0) return undefined;
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    return timer;
+  }
+
+  /** The disk path of a directory inside the root, created (inside the root) when missing. */
+  private ensureDir(hostPath: string): string {
+    let disk = this.root.dirOnDisk(hostPath);
+    if (disk !== undefined) return disk;
+    const resolved = this.root.resolve(hostPath);
+    if (!resolved.ok && resolved.code === 'ENOENT') {
+      // Create the missing levels below the first missing path, which is inside the root by construction.
+      const rest = path.posix.relative(resolved.path, path.posix.resolve(hostPath));
+      mkdirSync(this.root.toDisk(path.posix.join(resolved.path, rest)), { recursive: true });
+      disk = this.root.dirOnDisk(hostPath);
+    }
+    if (disk === undefined) throw Object.assign(new Error(`${hostPath} is not a directory inside the host root`), { code: 'ENOTDIR' });
+    return disk;
+  }
+
   /** Stops watching; unless another instance owns the node, removes everything `run` installed. */
-  async stop(): Promise<{ cleaned: boolean; unpatched: string[] }> {
-    if (this.stopping) return { cleaned: false, unpatched: [] };
-    this.stopping = true;
+  async stop(): Promise<StopResult> {
+    if (this.phase === 'stopping' || this.phase === 'stopped') return { cleaned: false, unpatched: [], failed: [] };
+    const wasPassive = this.phase === 'passive';
+    this.phase = 'stopping';
     clearInterval(this.resyncTimer);
+    clearInterval(this.heartbeatTimer);
     this.settle.clear();
     this.reconciler.stop();
+    await this.netDir.close();
     await this.watcher.close();
     await Promise.all([this.reconciler.drain(), this.chores.drain()]);
-    const owner = this.ownership.currentOwner();
-    if (this.passive || (owner !== undefined && owner !== this.instance)) {
-      this.log.info({ owner }, 'another instance owns this node: leaving its configuration in place');
-      return { cleaned: false, unpatched: [] };
+    try {
+      const owner = this.ownership.currentOwner();
+      if (wasPassive || this.ownership.isLiveOther(owner)) {
+        this.log.info({ owner: owner?.instance }, 'another instance owns this node: leaving its configuration in place');
+        return { cleaned: false, unpatched: [], failed: [] };
+      }
+      const { unpatched, failed } = await unpatchNode(
+        this.root,
+        this.config.netDir,
+        this.config.suffixes,
+        this.plugin.type,
+        this.config.maxConfigBytes,
+        this.log,
+        [...this.patchedTargets],
+      );
+      this.metrics.unpatches.inc(unpatched.length);
+      if (failed.length > 0) {
+        // A config that names a missing binary fails every new pod on the node: keep the binary (and
+        // the kubeconfig the plugin reads) for as long as any config names the plugin.
+        this.log.error({ files: failed }, 'the plugin could not be removed from some configs: keeping the plugin binaries and kubeconfig');
+        return { cleaned: false, unpatched, failed };
+      }
+      if (await this.kubeconfig.remove()) this.log.info({ file: this.config.kubeconfigName }, 'removed kubeconfig');
+      const removed = await removeBinaries(this.root, this.config.binDir, this.installed);
+      this.log.info({ binaries: removed }, 'removed plugin binaries');
+      this.ownership.release();
+      return { cleaned: true, unpatched, failed };
+    } finally {
+      this.phase = 'stopped';
     }
-    const unpatched = await unpatchNode(this.root, this.config.netDir, this.config.suffixes, this.plugin.type as string, this.log);
-    this.metrics.unpatches.inc(unpatched.length);
-    if (this.kubeconfig.remove()) this.log.info({ file: this.config.kubeconfigName }, 'removed kubeconfig');
-    const removed = removeBinaries(this.binDirOnDisk, this.installed);
-    this.log.info({ binaries: removed }, 'removed plugin binaries');
-    this.ownership.release();
-    return { cleaned: true, unpatched };
   }
 
   private onEvents(events: WatchEvent[]): void {
-    if (this.stopping) return;
+    if (this.phase === 'stopping' || this.phase === 'stopped') return;
     const ownCookies = ownRenameCookies(events);
+    const netDirDisk = this.netDir.disk;
     for (const event of events) {
       this.metrics.countEvent(event.kind);
       if (isOwnRename(event, ownCookies)) continue;
@@ -149,10 +230,11 @@ export class Daemon {
         this.metrics.overflows.inc();
         this.log.warn('inotify queue overflowed: rescanning');
         this.rescan('overflow');
+        void this.netDir.rearm().catch(() => {});
         continue;
       }
-      if (event.dir === this.netDirOnDisk && this.armed) this.onNetDirEvent(event);
-      if (event.dir === this.waitingIn) void this.rearm();
+      if (event.dir === netDirDisk) this.onNetDirEvent(event);
+      this.netDir.onEvent(event);
       if (this.reconciler.targets.isTargetDir(event.dir)) this.onTargetDirEvent(event);
       if (event.dir === this.config.serviceAccountDir) void this.syncKubeconfig();
       if (event.dir === this.binDirOnDisk && (event.kind === 'delete' || event.kind === 'moved-out') && this.installed.includes(event.name)) {
@@ -165,11 +247,8 @@ export class Daemon {
 
   private onNetDirEvent(event: WatchEvent): void {
     if (event.kind === 'dir-gone') {
-      this.log.warn({ dir: this.config.netDir }, 'config directory is gone: waiting for it to come back');
-      this.armed = false;
-      void this.watcher.unwatch(this.netDirOnDisk);
-      this.readiness.clearConfigs();
-      void this.rearm();
+      this.log.warn({ dir: this.config.netDir }, 'config directory is gone: following its path');
+      this.netDir.onNetDirGone();
       return;
     }
     const { name } = event;
@@ -177,25 +256,26 @@ export class Daemon {
       this.checkOwnership();
       return;
     }
+    if (this.phase === 'passive') return;
     if (name === this.config.kubeconfigName && (event.kind === 'delete' || event.kind === 'moved-out')) {
       void this.syncKubeconfig();
       return;
     }
     if (isConfigName(name, this.config.suffixes) && !event.isDir) this.onConfigEvent(event);
     // A symlink target that lives in net.d under a non-config name (05-cilium.conflist-current).
-    for (const link of this.reconciler.targets.linksTo(this.netDirOnDisk, name)) this.reconciler.trigger(link);
+    for (const link of this.reconciler.targets.linksTo(event.dir, name)) this.reconciler.trigger(link);
   }
 
   private onConfigEvent(event: WatchEvent): void {
     const { name } = event;
     switch (event.kind) {
-      case 'create': {
-        // A new symlink is complete; a new regular file may still be being written.
-        const st = lstatSync(path.join(this.netDirOnDisk, name), { throwIfNoEntry: false });
-        if (st?.isFile()) this.triggerWhenWritten(name);
-        else this.reconciler.trigger(name);
+      case 'create':
+        // A new symlink is complete; a new regular file may still be being written. Both get a pass
+        // once written; a symlink has no IN_CLOSE_WRITE, so look now (a pass of a half-written file
+        // only finds invalid JSON and waits for the next event).
+        this.reconciler.trigger(name);
+        this.triggerWhenWritten(name);
         return;
-      }
       case 'modify':
         this.triggerWhenWritten(name);
         return;
@@ -207,7 +287,11 @@ export class Daemon {
 
   private onTargetDirEvent(event: WatchEvent): void {
     const links = event.kind === 'dir-gone' ? this.reconciler.targets.linksInto(event.dir) : this.reconciler.targets.linksTo(event.dir, event.name);
-    if (event.kind === 'dir-gone') void this.watcher.unwatch(event.dir);
+    if (event.kind === 'dir-gone') {
+      // The directory was replaced or removed: drop the dead watch and look again (re-watched by the pass).
+      void this.watcher.unwatch(event.dir);
+      for (const link of links) this.reconciler.targets.remove(link);
+    }
     for (const link of links) {
       if (event.kind === 'create' || event.kind === 'modify') this.triggerWhenWritten(link);
       else this.reconciler.trigger(link);
@@ -226,100 +310,119 @@ export class Daemon {
     }
     try {
       await this.watcher.watch(dir);
+      this.readiness.block(`target-dir:${dir}`, undefined);
     } catch (err) {
       // A dangling link into a directory that does not exist yet: the resync looks again.
-      if (!isMissing(err)) throw err;
-      this.log.debug({ dir }, 'symlink target directory does not exist yet');
+      if (isMissing(err)) {
+        this.log.debug({ dir }, 'symlink target directory does not exist yet');
+        return;
+      }
+      // The watch limit hit for a target's directory is a status on its configs, never a crash.
+      const reason = watchFailureReason(errnoCode(err), this.root.fromDisk(dir));
+      this.readiness.block(`target-dir:${dir}`, `${reason}: changes of symlink targets there are not seen`);
+      this.log.error({ dir: this.root.fromDisk(dir), code: errnoCode(err) }, reason);
     }
   }
 
-  /** Serialised: events from the waiting ancestor may come in bursts. */
-  private rearm(): Promise<void> {
-    this.arming = this.arming.then(() => this.arm()).catch((err: unknown) => {
-      this.log.error({ err: (err as Error).message, code: errnoCode(err) }, 'cannot watch the config directory');
-    });
-    return this.arming;
-  }
-
-  /** Watches net.d, or while it does not exist, its nearest existing ancestor; scans once armed. */
-  private async arm(): Promise<void> {
-    if (this.armed || this.stopping) return;
-    for (;;) {
-      try {
-        await this.watcher.watch(this.netDirOnDisk);
-        break;
-      } catch (err) {
-        if (!isMissing(err)) throw err;
-      }
-      const ancestor = this.nearestExisting(path.dirname(this.netDirOnDisk));
-      if (ancestor !== this.waitingIn) {
-        if (this.waitingIn !== undefined) await this.watcher.unwatch(this.waitingIn);
-        this.waitingIn = undefined;
-        try {
-          await this.watcher.watch(ancestor);
-        } catch (err) {
-          if (isMissing(err)) continue; // removed meanwhile
-          throw err;
-        }
-        this.waitingIn = ancestor;
-        this.readiness.block('netdir', `waiting for ${this.config.netDir} to exist`);
-        this.log.info({ dir: this.config.netDir, watching: this.root.fromDisk(ancestor) }, 'config directory does not exist yet: waiting for it');
-      }
-      // A level created between the failed watch and the ancestor's watch sends no event: look again.
-      if (this.nearestExisting(this.netDirOnDisk) === ancestor) return;
-    }
-    if (this.waitingIn !== undefined) await this.watcher.unwatch(this.waitingIn);
-    this.waitingIn = undefined;
-    this.armed = true;
+  private async onNetDirArmed(disk: string): Promise<void> {
+    this.reconciler.setNetDir(disk);
     this.readiness.block('netdir', undefined);
-    this.log.info({ dir: this.config.netDir, backend: this.watcher.backend }, 'watching config directory');
-    await this.onArmed();
-  }
-
-  private async onArmed(): Promise<void> {
+    this.readiness.clearConfigs();
     const owner = this.ownership.currentOwner();
-    // The newest instance claims the node at its first arm; later (net.d re-created) only if unclaimed.
-    if (!this.claimed || owner === undefined || owner === this.instance) {
-      await this.ownership.claim();
-      this.claimed = true;
+    // The newest instance claims the node at its first arm; later (net.d re-created) only if no other
+    // live instance holds it.
+    if (this.phase === 'starting' || !this.ownership.isLiveOther(owner)) {
+      await this.claim();
     } else {
-      this.standDown(owner);
+      this.standDown(owner!.instance);
       return;
     }
+    this.sweep(0);
     await this.syncKubeconfig();
     this.rescan('start');
   }
 
-  /** `dir` itself if it exists, else its nearest existing ancestor. */
-  private nearestExisting(dir: string): string {
-    while (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
-      const parent = path.dirname(dir);
-      if (parent === dir) break;
-      dir = parent;
+  private onNetDirLost(reason: string): void {
+    this.readiness.clearConfigs();
+    this.readiness.block('netdir', reason);
+  }
+
+  private async claim(): Promise<void> {
+    try {
+      await this.ownership.claim();
+    } catch (err) {
+      // A read-only or full net.d: nothing can be chained either; say so, and the resync retries.
+      this.readiness.block('owner', `cannot write the owner file: ${errnoCode(err) ?? (err as Error).message}`);
+      this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'cannot write the owner file in the config directory');
+      return;
     }
-    return dir;
+    this.readiness.block('owner', undefined);
   }
 
   private checkOwnership(): void {
     const owner = this.ownership.currentOwner();
-    if (owner !== undefined && owner !== this.instance && !this.passive) this.standDown(owner);
+    if (this.phase === 'active' && this.ownership.isLiveOther(owner)) this.standDown(owner.instance);
+    else if (this.phase === 'passive' && !this.ownership.isLiveOther(owner)) void this.takeBack();
   }
 
   private standDown(owner: string): void {
-    this.passive = true;
+    this.phase = 'passive';
     this.readiness.block('owner', `instance ${owner} has taken over this node`);
     this.log.warn({ owner }, 'a newer instance has taken over this node: no longer patching, and no cleanup on exit');
   }
 
+  /** The newer instance is gone (rolled back, or killed): this one maintains the node again. */
+  private async takeBack(): Promise<void> {
+    if (this.phase !== 'passive') return;
+    this.phase = 'active';
+    this.log.warn('the instance that had taken over this node is gone: maintaining it again');
+    await this.claim();
+    await this.reinstallBinaries();
+    await this.syncKubeconfig();
+    this.rescan('take-back');
+  }
+
+  /** Renews our claim while active; while passive, takes the node back once the owner's heartbeat stops. */
+  private async heartbeat(): Promise<void> {
+    if (this.phase === 'active' && this.netDir.state.kind === 'armed') {
+      const owner = this.ownership.currentOwner();
+      if (this.ownership.isLiveOther(owner)) this.standDown(owner.instance);
+      else await this.claim();
+    } else if (this.phase === 'passive') {
+      this.checkOwnership();
+    }
+  }
+
   private rescan(reason: string): void {
-    if (this.stopping || !this.armed) return;
+    if (this.phase !== 'active' && this.phase !== 'starting') return;
+    if (this.netDir.state.kind !== 'armed') return;
     this.metrics.resyncs.inc({ reason });
     this.reconciler.scan();
   }
 
+  private sweep(minAgeMs: number): void {
+    const dirs = [this.config.netDir, this.config.binDir, ...this.reconciler.targets.targetDirs().map((d) => this.root.fromDisk(d))];
+    for (const hostDir of new Set(dirs)) {
+      try {
+        const result = withDirSync(this.root, hostDir, (dir) =>
+          sweepTemps(dir, { pluginType: this.plugin.type, maxBytes: this.config.maxConfigBytes, minAgeMs }),
+        );
+        if (result.restored.length > 0) this.log.warn({ dir: hostDir, files: result.restored }, 'put back a newer write that a crash had left in a temp file');
+        if (result.removed.length > 0) this.log.info({ dir: hostDir, files: result.removed.length }, 'removed stale temp files of earlier instances');
+      } catch (err) {
+        if (!isMissing(err)) this.log.warn({ dir: hostDir, code: errnoCode(err), err: (err as Error).message }, 'cannot sweep stale temp files');
+      }
+    }
+  }
+
   private async resync(): Promise<void> {
-    if (this.stopping) return;
-    if (!this.armed) await this.rearm();
+    if (this.phase === 'stopping' || this.phase === 'stopped') return;
+    await this.netDir.rearm().catch((err: unknown) => {
+      this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'cannot watch the config directory');
+    });
+    if (this.phase === 'passive') return;
+    if (this.readiness.blocked('owner')) await this.claim();
+    this.sweep(SWEEP_MIN_AGE_MS);
     this.rescan('timer');
     await this.syncKubeconfig();
     await this.reinstallBinaries();
@@ -327,13 +430,14 @@ export class Daemon {
   }
 
   private async syncKubeconfig(): Promise<void> {
-    if (this.stopping || this.passive) return;
+    if (this.phase !== 'active' && this.phase !== 'starting') return;
+    if (this.netDir.state.kind !== 'armed') return;
     this.chores.trigger('kubeconfig');
     await this.chores.drain();
   }
 
   private async reinstallBinaries(): Promise<void> {
-    if (this.stopping || this.passive) return;
+    if (this.phase !== 'active' && this.phase !== 'starting') return;
     this.chores.trigger('binaries');
     await this.chores.drain();
   }
@@ -345,19 +449,29 @@ export class Daemon {
   }
 
   private async checkBinaries(): Promise<void> {
-    const binaries = await installBinaries(this.config.containerBinDir, this.binDirOnDisk);
+    const binaries = await installBinaries(this.config.containerBinDir, this.root, this.config.binDir);
+    this.installed = binaries.map((b) => b.name);
     const written = binaries.filter((b) => b.written).map((b) => b.name);
     if (written.length > 0) this.log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
   updateReadiness(): void {
-    if (this.stopping) return;
+    if (this.phase === 'stopping' || this.phase === 'stopped') return;
     const ready = this.readiness.ready;
     if (ready === this.lastReady) return;
     this.lastReady = ready;
     this.metrics.ready.set(ready ? 1 : 0);
     if (ready) this.log.info('ready: every config is chained');
     else this.log.info({ reasons: this.readiness.report().reasons }, 'not ready');
+  }
+}
+
+function withDirSync<T>(root: HostRoot, hostDir: string, fn: (dir: Dir) => T): T {
+  const dir = root.openDir(hostDir);
+  try {
+    return fn(dir);
+  } finally {
+    dir.close();
   }
 }

@@ -1,26 +1,40 @@
-// A primary CNI that keeps reverting our patch (Cilium's cni.exclusive, aws-node restarting) must not
-// drive an endless write-and-log loop. Per file: a few reverts inside a short window start an
-// exponential backoff, and only the first one is worth a warning.
+// A primary CNI that reverts our patch *in reaction to our write* (Cilium with cni.exclusive, a CNI
+// agent that regenerates its config whenever the file changes) must not drive an endless write-and-log
+// loop (DESIGN §3 "Fights and failures"). A revert is reactive when it lands within `reactiveMs` of our
+// write: an inotify-driven rewriter answers in a few milliseconds. A primary that rewrites on its own
+// schedule (a config manager every 500 ms, a restarting agent) answers our write late or never, so it is
+// re-patched every time, however often it writes: backing it off would only leave its config unchained.
+//
+// A few reactive reverts in a row start a fight: exponential backoff per file. The level survives our
+// successful writes (each write after a backoff is reverted again at once, and that doubles the
+// backoff up to the cap), and one warning is logged per fight. A fight ends when reverts stop being
+// reactive, or after `calmMs` without one.
 
 export interface FightPolicy {
-  /** Reverts inside `windowMs` that count as a fight. */
+  /** A revert this soon after our write is a reaction to it. */
+  reactiveMs: number;
+  /** Reactive reverts in a row that start a fight. */
   threshold: number;
-  windowMs: number;
   baseBackoffMs: number;
   maxBackoffMs: number;
+  /** A fight with no reactive revert for this long is over. */
+  calmMs: number;
 }
 
-export const DEFAULT_FIGHT_POLICY: FightPolicy = { threshold: 5, windowMs: 10_000, baseBackoffMs: 1_000, maxBackoffMs: 60_000 };
+export const DEFAULT_FIGHT_POLICY: FightPolicy = { reactiveMs: 50, threshold: 3, baseBackoffMs: 1_000, maxBackoffMs: 60_000, calmMs: 120_000 };
 
 export interface RevertVerdict {
   /** How long to wait before patching again; 0 = patch now. */
   backoffMs: number;
-  /** True the first time this file crosses into a fight (the moment to warn, once). */
+  /** True when this revert started a fight (the moment to warn, once per fight). */
   fightStarted: boolean;
+  reactive: boolean;
 }
 
 interface FileState {
-  reverts: number[];
+  lastWrite: number | undefined;
+  streak: number;
+  lastReactive: number;
   level: number;
   until: number;
 }
@@ -29,40 +43,55 @@ export class FightDetector {
   private readonly files = new Map<string, FileState>();
 
   constructor(
-    private readonly policy: FightPolicy = DEFAULT_FIGHT_POLICY,
-    private readonly now: () => number = Date.now,
+    readonly policy: FightPolicy = DEFAULT_FIGHT_POLICY,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
-  /** Someone replaced our patched version with an unpatched one. */
-  recordRevert(key: string): RevertVerdict {
+  private state(key: string): FileState {
+    let state = this.files.get(key);
+    if (state === undefined) {
+      state = { lastWrite: undefined, streak: 0, lastReactive: -Infinity, level: 0, until: 0 };
+      this.files.set(key, state);
+    }
+    return state;
+  }
+
+  /** Our patch of `key` landed now. */
+  wrote(key: string): void {
+    this.state(key).lastWrite = this.now();
+  }
+
+  /** We found our patch of `key` replaced by an unpatched version. */
+  reverted(key: string): RevertVerdict {
     const now = this.now();
-    const state = this.files.get(key) ?? { reverts: [], level: 0, until: 0 };
-    this.files.set(key, state);
-    state.reverts = state.reverts.filter((t) => now - t < this.policy.windowMs);
-    state.reverts.push(now);
-    if (state.reverts.length < this.policy.threshold) return { backoffMs: 0, fightStarted: false };
+    const state = this.state(key);
+    const reactive = state.lastWrite !== undefined && now - state.lastWrite <= this.policy.reactiveMs;
+    state.lastWrite = undefined; // one revert per write of ours
+    if (now - state.lastReactive > this.policy.calmMs) {
+      state.level = 0;
+      state.streak = 0;
+    }
+    if (!reactive) {
+      state.streak = 0;
+      return { backoffMs: 0, fightStarted: false, reactive };
+    }
+    state.streak += 1;
+    state.lastReactive = now;
+    if (state.level === 0 && state.streak < this.policy.threshold) return { backoffMs: 0, fightStarted: false, reactive };
     state.level += 1;
     const backoffMs = Math.min(this.policy.baseBackoffMs * 2 ** (state.level - 1), this.policy.maxBackoffMs);
     state.until = now + backoffMs;
-    return { backoffMs, fightStarted: state.level === 1 };
+    return { backoffMs, fightStarted: state.level === 1, reactive };
   }
 
   /** Milliseconds left in the current backoff of `key` (0 when it may be patched). */
   backoffLeft(key: string): number {
     const state = this.files.get(key);
-    return state === undefined ? 0 : Math.max(0, state.until - this.now());
+    return state === undefined ? 0 : Math.max(0, Math.ceil(state.until - this.now()));
   }
 
   isFighting(key: string): boolean {
     return (this.files.get(key)?.level ?? 0) > 0;
-  }
-
-  /** The file held our patch: once a whole window passed without a revert, the fight is over. */
-  recordStable(key: string): void {
-    const state = this.files.get(key);
-    if (state === undefined) return;
-    const last = state.reverts.at(-1) ?? 0;
-    if (this.now() - last >= this.policy.windowMs && this.backoffLeft(key) === 0) this.files.delete(key);
   }
 
   forget(key: string): void {

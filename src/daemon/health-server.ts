@@ -11,26 +11,57 @@ export interface HealthSource {
 }
 
 // A loop stalled this long (a hung filesystem call, say) is reported unhealthy so kubelet restarts us.
+// The stall is measured as the ticker's lateness: when the loop comes back, the ticker runs before the
+// probe is served, so "time since the last tick" would always look fresh. A stall is reported for
+// STALL_REPORT_MS afterwards, long enough for kubelet's next probes to see it.
+const TICK_MS = 1_000;
 const MAX_LOOP_STALL_MS = 5_000;
+const STALL_REPORT_MS = 60_000;
 
 export class HealthServer {
   private readonly server: http.Server;
-  private lastTick = Date.now();
+  private lastTick = performance.now();
+  private lastStallAt = -Infinity;
+  private lastStallMs = 0;
   private readonly ticker: NodeJS.Timeout;
 
   constructor(
     private readonly source: HealthSource,
     private readonly metrics: Metrics,
   ) {
-    this.ticker = setInterval(() => (this.lastTick = Date.now()), 1_000);
+    this.ticker = setInterval(() => this.tick(), TICK_MS);
     this.ticker.unref();
     this.server = http.createServer((req, res) => void this.handle(req, res));
   }
 
-  listen(port: number, host = '0.0.0.0'): Promise<number> {
+  private tick(): void {
+    const now = performance.now();
+    const late = now - this.lastTick - TICK_MS;
+    this.lastTick = now;
+    if (late >= MAX_LOOP_STALL_MS) {
+      this.lastStallAt = now;
+      this.lastStallMs = Math.round(late);
+    }
+  }
+
+  /** `::` listens dual-stack; a node without IPv6 falls back to 0.0.0.0. */
+  async listen(port: number, host = '::'): Promise<number> {
+    try {
+      return await this.listenOn(port, host);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (host === '::' && (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL')) return this.listenOn(port, '0.0.0.0');
+      throw err;
+    }
+  }
+
+  private listenOn(port: number, host: string): Promise<number> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(port, host, () => resolve((this.server.address() as AddressInfo).port));
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve((this.server.address() as AddressInfo).port);
+      });
     });
   }
 
@@ -47,9 +78,10 @@ export class HealthServer {
       res.end(body);
     };
     if (url === '/healthz') {
-      const stalled = Date.now() - this.lastTick > MAX_LOOP_STALL_MS;
+      this.tick(); // a stall still going on when the probe is served counts too
+      const stalled = performance.now() - this.lastStallAt < STALL_REPORT_MS;
       if (!this.source.alive()) send(503, 'not watching\n');
-      else if (stalled) send(503, 'event loop stalled\n');
+      else if (stalled) send(503, `event loop stalled for ${this.lastStallMs} ms\n`);
       else send(200, 'ok\n');
       return;
     }

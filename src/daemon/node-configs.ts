@@ -1,14 +1,13 @@
 // The configs of a node as they are on disk, each with the file that holds its content: shared by
 // `check`, `uninstall` and the shutdown cleanup, which all look at net.d once rather than watch it.
-import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { isConfigName, isLibcniName } from '../cni/names.js';
 import type { HostRoot } from '../fs/host-root.js';
-import { errnoCode } from '../fs/errno.js';
+import { isMissing } from '../fs/errno.js';
 
 export interface NodeConfig {
   name: string;
-  /** Disk path of the regular file holding the content; undefined when it cannot be resolved. */
+  /** Host path of the regular file holding the content; undefined when it cannot be resolved. */
   file?: string;
   /** For symlinks: the link text, and the resolved host path or the reason it does not resolve. */
   symlink?: { text: string; target?: string; error?: string };
@@ -16,35 +15,38 @@ export interface NodeConfig {
   libcni: boolean;
 }
 
+/** Every config entry of net.d (directories, FIFOs and devices are no configs); undefined without net.d. */
 export function listNodeConfigs(root: HostRoot, netDir: string, suffixes: readonly string[]): NodeConfig[] | undefined {
-  const netDirOnDisk = root.dirOnDisk(netDir);
-  let names: string[];
+  let dir;
   try {
-    names = readdirSync(netDirOnDisk);
+    dir = root.openDir(netDir);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return undefined;
+    if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ELOOP') return undefined;
     throw err;
   }
-  const configs: NodeConfig[] = [];
-  for (const name of names) {
-    if (!isConfigName(name, suffixes) && !(isLibcniName(name) && !name.startsWith('.'))) continue;
-    const onDisk = path.join(netDirOnDisk, name);
-    const st = lstatSync(onDisk, { throwIfNoEntry: false });
-    if (st === undefined || st.isDirectory()) continue;
-    const config: NodeConfig = { name, libcni: isLibcniName(name) };
-    if (st.isSymbolicLink()) {
-      const resolved = root.resolve(path.posix.join(netDir, name));
-      config.symlink = { text: readlinkSync(onDisk) };
-      if (resolved.ok && resolved.kind === 'file') {
-        config.symlink.target = resolved.path;
-        config.file = root.toDisk(resolved.path);
+  try {
+    const configs: NodeConfig[] = [];
+    for (const name of dir.list()) {
+      if (!isConfigName(name, suffixes) && !(isLibcniName(name) && !name.startsWith('.'))) continue;
+      const st = dir.lstat(name);
+      if (st === undefined || !(st.isFile() || st.isSymbolicLink())) continue;
+      const config: NodeConfig = { name, libcni: isLibcniName(name) };
+      if (st.isSymbolicLink()) {
+        const resolved = root.resolve(path.posix.join(netDir, name));
+        config.symlink = { text: dir.readlink(name) };
+        if (resolved.ok && resolved.kind === 'file') {
+          config.symlink.target = resolved.path;
+          config.file = resolved.path;
+        } else {
+          config.symlink.error = resolved.ok ? `${resolved.path} is not a regular file` : `${resolved.code} at ${resolved.path}`;
+        }
       } else {
-        config.symlink.error = resolved.ok ? `${resolved.path} is not a regular file` : `${resolved.code} at ${resolved.path}`;
+        config.file = path.posix.join(netDir, name);
       }
-    } else if (st.isFile()) {
-      config.file = onDisk;
+      configs.push(config);
     }
-    configs.push(config);
+    return configs;
+  } finally {
+    dir.close();
   }
-  return configs;
 }

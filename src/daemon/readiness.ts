@@ -9,6 +9,8 @@ export type ConfigStatus =
   | 'loop'
   | 'not-regular'
   | 'backoff'
+  | 'too-large' // over MAX_CONFIG_BYTES: never read whole, never patched
+  | 'conflict' // X.conf and X.conflist both present: the upgrade would overwrite the conflist
   | 'error';
 
 const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope']);
@@ -58,6 +60,10 @@ export class Readiness {
   block(key: string, reason: string | undefined): void {
     if (reason === undefined) this.blockers.delete(key);
     else this.blockers.set(key, reason);
+  }
+
+  blocked(key: string): boolean {
+    return this.blockers.has(key);
   }
 
   report(): ReadinessReport {

@@ -1,29 +1,32 @@
-// Keeps every config in net.d chained: one pass per config name, serialised and coalesced per name.
+// Keeps every config in net.d chained: one pass per config name, serialised and coalesced per name,
+// a bounded number at once.
 //
-// A pass reads the config (through its symlink, resolved inside the host root), decides with the pure
-// planner, and writes atomically only when something changes. What we wrote is remembered by hash, so
-// a pass that finds our own write (the parcel backend has no rename cookies to tell) costs one read
-// and no parse.
+// A pass opens net.d inside the host root, finds the file behind the name (the config itself, or its
+// symlink's target, whose directory is opened inside the root too), reads it with a bound, decides with
+// the pure planner, and writes atomically relative to that directory only when something changes. What
+// we wrote is remembered by hash, so a pass that finds our own write (the parcel backend has no rename
+// cookies to tell) costs one read and no scan.
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, unlinkSync, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { planPatch } from '../cni/conflist.js';
-import type { JsonObject } from '../cni/json.js';
+import { planPatch, type ChainedPlugin } from '../cni/conflist.js';
 import { conflistName, isConfigName, libcniOrder } from '../cni/names.js';
 import { touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
-import { isMissing } from '../fs/errno.js';
+import { readEntry } from '../fs/bounded-read.js';
+import type { Dir } from '../fs/dir.js';
+import { errnoCode, isMissing } from '../fs/errno.js';
 import type { HostRoot } from '../fs/host-root.js';
 import type { Logger } from '../log.js';
 import { CoalescingQueue } from './coalescing-queue.js';
-import { DEFAULT_FIGHT_POLICY, FightDetector } from './fight-detector.js';
+import { FightDetector } from './fight-detector.js';
 import type { Metrics } from './metrics.js';
 import type { ConfigStatus, Readiness } from './readiness.js';
 import { SymlinkTargets } from './symlink-targets.js';
 
 export interface ReconcilerDeps {
   config: Config;
-  plugin: JsonObject;
+  plugin: ChainedPlugin;
   root: HostRoot;
   log: Logger;
   metrics: Metrics;
@@ -34,40 +37,55 @@ export interface ReconcilerDeps {
   onTargetDir: (dir: string, used: boolean) => void;
   /** Called after every pass (readiness may have changed). */
   onPassDone?: () => void;
+  /** A symlink target (host path) was patched: the cleanup visits it even if the link moves on. */
+  onTargetPatched?: (hostPath: string) => void;
 }
 
-function sha256(data: Buffer | string): string {
+function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
+/** The file behind a config name: the directory it lives in (open), and its name there. */
 interface Source {
-  /** The file to read and replace: the config itself, or its symlink's resolved target. */
-  file: string;
+  dir: Dir;
+  name: string;
   /** The symlink's text when the config is a symlink. */
   linkText?: string;
 }
 
+// Errors that say "not now" rather than "never": the pass is retried shortly, not at the next resync.
+const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR']);
+const TRANSIENT_RETRY_MS = 100;
+
 export class Reconciler {
-  readonly netDirOnDisk: string;
   readonly targets: SymlinkTargets;
-  private readonly fights = new FightDetector();
+  readonly fights = new FightDetector();
   private readonly queue: CoalescingQueue;
   private readonly lastWritten = new Map<string, string>(); // file on disk → sha256 of what we wrote
-  private readonly revertCounted = new Set<string>(); // files whose current revert is already counted
   private readonly lastProblem = new Map<string, string>(); // config name → the problem last logged
   private readonly firstEvent = new Map<string, bigint>(); // config name → when its pending work began
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
+  private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf → sha256 of it
 
-  constructor(private readonly deps: ReconcilerDeps) {
-    this.netDirOnDisk = deps.root.dirOnDisk(deps.config.netDir);
-    this.targets = new SymlinkTargets(this.netDirOnDisk, deps.onTargetDir);
+  constructor(
+    private readonly deps: ReconcilerDeps,
+    /** net.d on disk, as the watcher names it. */
+    private netDirOnDisk: string,
+  ) {
+    this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
     this.queue = new CoalescingQueue(
       (name) => this.pass(name).finally(() => deps.onPassDone?.()),
       (name, error) => this.failed(name, error),
     );
   }
 
-  /** Schedules a pass of config `name` (it starts now unless one is running). */
+  /** net.d was re-resolved (re-created, or its path now leads elsewhere). */
+  setNetDir(netDirOnDisk: string): void {
+    this.netDirOnDisk = netDirOnDisk;
+    this.targets.setNetDir(netDirOnDisk);
+  }
+
+  /** Schedules a pass of config `name` (it starts now unless one is running or the bound is reached). */
   trigger(name: string): void {
     if (!this.firstEvent.has(name)) this.firstEvent.set(name, process.hrtime.bigint());
     this.queue.trigger(name);
@@ -77,7 +95,7 @@ export class Reconciler {
   scan(): number {
     let names: string[];
     try {
-      names = readdirSync(this.netDirOnDisk);
+      names = this.withNetDirSync((dir) => dir.list());
     } catch (err) {
       if (isMissing(err)) return 0;
       throw err;
@@ -105,102 +123,131 @@ export class Reconciler {
     this.firstEvent.delete(name);
   }
 
+  private withNetDirSync<T>(fn: (dir: Dir) => T): T {
+    const dir = this.deps.root.openDir(this.deps.config.netDir);
+    try {
+      return fn(dir);
+    } finally {
+      dir.close();
+    }
+  }
+
   private async pass(name: string): Promise<void> {
-    const since = this.firstEvent.get(name) ?? process.hrtime.bigint();
-    this.firstEvent.delete(name);
     if (!this.deps.isActive()) return;
-    const { config, plugin, readiness } = this.deps;
-    const configPath = path.join(this.netDirOnDisk, name);
-
-    let link: Stats;
+    let netDir: Dir;
     try {
-      link = lstatSync(configPath);
+      netDir = this.deps.root.openDir(this.deps.config.netDir);
     } catch (err) {
-      if (!isMissing(err)) throw err;
-      this.forget(name);
-      // The runtime may now load another file: in primary scope that one needs a look.
-      if (config.scope === 'primary') this.scan();
-      return;
-    }
-    if (config.scope === 'primary' && name !== this.primaryName()) {
-      readiness.set(name, 'out-of-scope');
-      return;
-    }
-    const source = this.source(name, link);
-    if (source === undefined) return;
-
-    let content: Buffer;
-    let stat: Stats;
-    try {
-      const fd = openSync(source.file, 'r');
-      try {
-        stat = fstatSync(fd);
-        content = readFileSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-    } catch (err) {
-      if (isMissing(err)) return; // removed meanwhile: its own event follows
+      if (isMissing(err)) return; // net.d is gone: the daemon re-arms and rescans
       throw err;
     }
+    let source: Source | undefined;
+    try {
+      source = this.source(netDir, name);
+      if (source !== undefined) await this.patch(netDir, name, source);
+    } finally {
+      if (source !== undefined && source.dir !== netDir) source.dir.close();
+      netDir.close();
+    }
+  }
+
+  private async patch(netDir: Dir, name: string, source: Source): Promise<void> {
+    const since = this.firstEvent.get(name) ?? process.hrtime.bigint();
+    this.firstEvent.delete(name);
+    const { plugin, config } = this.deps;
+    const read = readEntry(source.dir, source.name, config.maxConfigBytes, true);
+    switch (read.kind) {
+      case 'missing':
+        return; // removed meanwhile: its own event follows
+      case 'symlink':
+        // The target was swapped for a link after we resolved it: resolve again shortly.
+        this.problem(name, 'dangling', `symlink target changed while it was being read`);
+        this.retryLater(name, TRANSIENT_RETRY_MS);
+        return;
+      case 'not-regular':
+        this.problem(name, 'not-regular', `${source.linkText === undefined ? 'not' : 'symlink target is not'} a regular file`);
+        return;
+      case 'too-large':
+        this.problem(name, 'too-large', `${read.size} bytes, over MAX_CONFIG_BYTES (${config.maxConfigBytes})`);
+        return;
+    }
+    const content = read.bytes;
+    const fileKey = path.join(source.dir.disk, source.name);
     const digest = sha256(content);
-    if (this.lastWritten.get(source.file) === digest) {
-      this.chained(name, source.file); // the event of our own write
+    if (this.lastWritten.get(fileKey) === digest) {
+      this.chained(name); // the event of our own write
       return;
     }
 
-    const plan = planPatch(content.toString('utf8'), plugin);
+    const plan = planPatch(content, plugin);
     if (plan.action === 'invalid') {
       // Half-written or broken: leave it as it is; the write that completes it brings another event.
       if (this.problem(name, 'invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`)) this.deps.metrics.parseErrors.inc();
       return;
     }
     if (plan.action === 'none') {
-      this.chained(name, source.file);
+      this.chained(name);
       return;
     }
-    if (this.fightBackoff(name, source.file)) return;
+    if (this.fightBackoff(name, fileKey)) return;
 
-    const owner = { mode: stat.mode & 0o7777, uid: stat.uid, gid: stat.gid };
+    const owner = { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
     const destName = conflistName(name);
     if (plan.upgraded && destName !== name) {
-      await this.upgrade(name, destName, source, content, plan.text, owner);
+      await this.upgrade(netDir, name, destName, source, fileKey, content, plan.bytes, owner);
       return;
     }
-    const result = await writeFileAtomic(source.file, plan.text, { ...owner, expect: content });
+    const result = await writeFileAtomic(source.dir, source.name, plan.bytes, { ...owner, expect: content });
     if (result === 'stale') {
       // A newer write landed while we patched: never overwrite it; look again.
       this.deps.metrics.staleWrites.inc();
       this.queue.trigger(name);
       return;
     }
-    this.lastWritten.set(source.file, sha256(plan.text));
-    this.revertCounted.delete(source.file);
+    this.lastWritten.set(fileKey, sha256(plan.bytes));
+    this.fights.wrote(fileKey);
     this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
     this.deps.metrics.patches.inc();
-    const target = source.linkText === undefined ? undefined : this.deps.root.fromDisk(source.file);
+    const target = source.linkText === undefined ? undefined : this.deps.root.fromDisk(fileKey);
+    if (target !== undefined) this.deps.onTargetPatched?.(target);
     this.deps.log.info({ file: name, target }, 'chained plugin into config');
-    if (source.linkText !== undefined && path.dirname(source.file) !== this.netDirOnDisk) {
+    if (source.linkText !== undefined && source.dir.disk !== netDir.disk) {
       // The runtime watches net.d only: re-create the link so it sees the change.
-      touchSymlink(configPath, source.linkText);
+      touchSymlink(netDir, name, source.linkText);
     }
-    this.chained(name, source.file);
-    if (this.fights.isFighting(source.file)) this.retryLater(name, DEFAULT_FIGHT_POLICY.windowMs);
+    this.chained(name);
   }
 
   /** The file behind config `name`, or undefined (with its status set) when there is none to patch. */
-  private source(name: string, link: Stats): Source | undefined {
+  private source(netDir: Dir, name: string): Source | undefined {
+    const { config, readiness } = this.deps;
+    let link: Stats | undefined;
+    try {
+      link = netDir.lstat(name);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOTDIR') throw err;
+    }
+    if (link === undefined) {
+      this.forget(name);
+      // The runtime may now load another file: in primary scope that one needs a look.
+      if (config.scope === 'primary') this.scan();
+      return undefined;
+    }
+    if (config.scope === 'primary' && name !== this.primaryName(netDir)) {
+      readiness.set(name, 'out-of-scope');
+      return undefined;
+    }
     if (link.isFile()) {
       this.targets.remove(name);
-      return { file: path.join(this.netDirOnDisk, name) };
+      return { dir: netDir, name };
     }
     if (!link.isSymbolicLink()) {
       this.targets.remove(name);
       this.problem(name, 'not-regular', 'not a regular file or symlink');
       return undefined;
     }
-    const { root, config } = this.deps;
-    const linkText = readlinkSync(path.join(this.netDirOnDisk, name));
+    const { root } = this.deps;
+    const linkText = netDir.readlink(name);
     const resolved = root.resolve(path.posix.join(config.netDir, name));
     if (!resolved.ok) {
       if (resolved.code === 'ENOENT') {
@@ -213,35 +260,66 @@ export class Reconciler {
       }
       return undefined;
     }
-    const file = root.toDisk(resolved.path);
-    this.targets.set(name, file);
+    this.targets.set(name, root.toDisk(resolved.path));
     if (resolved.kind !== 'file') {
       this.problem(name, 'not-regular', `symlink target ${resolved.path} is not a regular file`);
       return undefined;
     }
-    return { file, linkText };
+    // The target's directory, opened by the kernel inside the host root: whatever is swapped on the
+    // way from now on, the write lands in this directory or nowhere.
+    let dir: Dir;
+    try {
+      dir = root.openDir(path.posix.dirname(resolved.path));
+    } catch (err) {
+      if (!isMissing(err) && errnoCode(err) !== 'ELOOP') throw err;
+      this.problem(name, 'dangling', `symlink target directory changed while resolving: ${errnoCode(err)}`);
+      this.retryLater(name, TRANSIENT_RETRY_MS);
+      return undefined;
+    }
+    return { dir, name: path.posix.basename(resolved.path), linkText };
   }
 
-  /** A single-plugin `X.conf` becomes `X.conflist`; the `.conf` goes once the conflist is in place. */
+  /**
+   * A single-plugin `X.conf` becomes `X.conflist`; the `.conf` goes once the conflist is in place. An
+   * existing `X.conflist` is never overwritten, unless it is the one we made from this `.conf` and
+   * still holds exactly what we wrote (the primary re-created its `.conf` after our conversion).
+   */
   private async upgrade(
+    netDir: Dir,
     name: string,
     destName: string,
     source: Source,
+    fileKey: string,
     content: Buffer,
-    text: string,
-    owner: { mode: number; uid: number; gid: number },
+    text: Buffer,
+    owner: { mode: number; uid: number; gid: number; xattrs: Array<[string, Buffer]> },
   ): Promise<void> {
-    const configPath = path.join(this.netDirOnDisk, name);
-    const dest = path.join(this.netDirOnDisk, destName);
-    await writeFileAtomic(dest, text, owner);
-    this.lastWritten.set(dest, sha256(text));
+    const existing = readEntry(netDir, destName, this.deps.config.maxConfigBytes);
+    let expect: Buffer | undefined;
+    if (existing.kind !== 'missing') {
+      const ours = existing.kind === 'file' && this.upgraded.get(destName) === sha256(existing.bytes);
+      if (!ours) {
+        this.problem(name, 'conflict', `${destName} exists too: not converting ${name} over it`);
+        return;
+      }
+      expect = (existing as { bytes: Buffer }).bytes;
+    }
+    const result = await writeFileAtomic(netDir, destName, text, expect === undefined ? { ...owner, noReplace: true } : { ...owner, expect });
+    if (result === 'stale') {
+      this.problem(name, 'conflict', `${destName} changed while converting ${name}`);
+      this.retryLater(name, TRANSIENT_RETRY_MS);
+      return;
+    }
+    this.lastWritten.set(path.join(netDir.disk, destName), sha256(text));
+    this.upgraded.set(destName, sha256(text));
+    this.fights.wrote(fileKey);
     let removed: boolean;
     if (source.linkText !== undefined) {
       // A symlinked .conf: drop the link, never its target (it belongs to whoever made the link).
-      removed = readlinkSync(configPath) === source.linkText;
-      if (removed) unlinkSync(configPath);
+      removed = netDir.readlink(name) === source.linkText;
+      if (removed) netDir.unlink(name);
     } else {
-      removed = await unlinkIfUnchanged(configPath, content);
+      removed = await unlinkIfUnchanged(netDir, name, content);
     }
     this.deps.metrics.patches.inc();
     this.deps.log.info({ file: name, to: destName }, 'upgraded single-plugin config to a chained conflist');
@@ -250,28 +328,24 @@ export class Reconciler {
   }
 
   /**
-   * Counts a revert of our patch (once per write of ours: a retry after the backoff sees the same
-   * revert again); true when the file is in backoff and must not be written now.
+   * Counts a revert of our patch (once per write of ours); true when the file is in backoff and must
+   * not be written now.
    */
-  private fightBackoff(name: string, file: string): boolean {
-    if (!this.lastWritten.has(file) || this.revertCounted.has(file)) return this.backingOff(name, file);
-    this.revertCounted.add(file);
-    const verdict = this.fights.recordRevert(file);
-    if (verdict.fightStarted) {
-      this.deps.metrics.fights.inc();
-      this.deps.log.warn(
-        { file: name, backoffMs: verdict.backoffMs },
-        'another writer keeps removing the plugin from this config (a primary CNI in exclusive mode, such as Cilium with cni.exclusive=true, or a restarting aws-node); backing off',
-      );
+  private fightBackoff(name: string, fileKey: string): boolean {
+    if (this.lastWritten.has(fileKey) || this.fights.isFighting(fileKey)) {
+      const verdict = this.fights.reverted(fileKey);
+      if (verdict.fightStarted) {
+        this.deps.metrics.fights.inc();
+        this.deps.log.warn(
+          { file: name, backoffMs: verdict.backoffMs },
+          'another writer reverts the plugin within milliseconds of every write (a primary CNI in exclusive mode, such as Cilium with cni.exclusive=true, or a config manager that watches the file); backing off',
+        );
+      }
     }
-    return this.backingOff(name, file);
-  }
-
-  private backingOff(name: string, file: string): boolean {
-    const left = this.fights.backoffLeft(file);
+    const left = this.fights.backoffLeft(fileKey);
     if (left === 0) return false;
     this.deps.metrics.backoffs.inc();
-    this.deps.readiness.set(name, 'backoff', `patch reverted repeatedly; next try in ${left} ms`);
+    this.deps.readiness.set(name, 'backoff', `patch reverted within milliseconds of each write; next try in ${left} ms`);
     this.retryLater(name, left);
     return true;
   }
@@ -286,10 +360,9 @@ export class Reconciler {
     this.retryTimers.set(name, timer);
   }
 
-  private chained(name: string, file: string): void {
+  private chained(name: string): void {
     this.deps.readiness.set(name, 'chained');
     this.lastProblem.delete(name);
-    this.fights.recordStable(file);
   }
 
   /** Sets a problem status; logs it only when it differs from the last one logged. True if new. */
@@ -307,12 +380,15 @@ export class Reconciler {
     const code = err.code ?? 'UNKNOWN';
     this.deps.metrics.writeErrors.inc({ code });
     this.deps.readiness.set(name, 'error', `${code}: ${err.message}`);
-    // The old file is still in place; the next event or resync tries again.
+    // The old file is still in place; the next event or resync tries again (sooner when the cause is
+    // passing, such as running out of file descriptors).
     this.deps.log.error({ file: name, code, path: err.path, err: err.message }, 'patching config failed');
+    if (TRANSIENT.has(code)) this.retryLater(name, TRANSIENT_RETRY_MS);
   }
 
-  private primaryName(): string | undefined {
-    const names = readdirSync(this.netDirOnDisk).filter((n) => isConfigName(n, this.deps.config.suffixes));
+  private primaryName(netDir: Dir): string | undefined {
+    // Only regular files and symlinks count: libcni skips directories (and so must readiness).
+    const names = netDir.list().filter((n) => isConfigName(n, this.deps.config.suffixes) && !netDir.lstat(n)?.isDirectory());
     return libcniOrder(names)[0];
   }
 }

@@ -9,10 +9,19 @@ export class SymlinkTargets {
   private readonly dirUse = new Map<string, number>(); // target dir → links pointing into it
 
   constructor(
-    private readonly netDirOnDisk: string,
+    private netDirOnDisk: string,
     /** Called when a directory other than net.d starts (true) or stops (false) holding targets. */
     private readonly onDirUse: (dir: string, used: boolean) => void,
   ) {}
+
+  /** net.d was re-resolved: targets in the new net.d need no watch of their own, others do. */
+  setNetDir(netDirOnDisk: string): void {
+    if (netDirOnDisk === this.netDirOnDisk) return;
+    const links = [...this.targetOf];
+    for (const [link] of links) this.remove(link);
+    this.netDirOnDisk = netDirOnDisk;
+    for (const [link, target] of links) this.set(link, target);
+  }
 
   set(link: string, target: string): void {
     if (this.targetOf.get(link) === target) return;

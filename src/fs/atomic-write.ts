@@ -1,20 +1,25 @@
-// Crash-safe file replacement: a temp file in the target's directory, written, fsynced, given the old
-// file's mode and owner, swapped in with one rename, and the directory fsynced. At every instant the
-// path holds either the old or the new version, and a failure leaves no temp file behind.
+// Crash-safe file replacement relative to a directory fd (fs/dir.ts): a temp file in the target's
+// directory, written, given the old file's mode, owner and xattrs (POSIX ACLs and SELinux labels are
+// xattrs), fsynced, swapped in with one rename, and the directory fsynced. At every instant the name
+// holds either the old or the new version, and a failure leaves no temp file behind.
 //
 // A writer racing with us (the primary CNI rewriting the file while we patch it) must never lose its
 // newer write to our patch of an older copy. With `expect`, the swap is renameat2(RENAME_EXCHANGE):
 // afterwards the temp name holds exactly what we replaced, so if that is not what we read, a newer
-// write landed in between and we swap it straight back and report 'stale'.
+// write landed in between and we swap it straight back and report 'stale'. The temp name carries the
+// hash of what we expected to replace: should we die between the exchange and the give-back, the
+// sweep at the next start finds a temp whose content is not that hash and puts it back
+// (fs/stranded-temps.ts).
 //
 // The fsyncs (and the unlink of a swapped-out old version) run on libuv's thread pool, so that during a
 // storm the event loop keeps dispatching other files' patches and their fsyncs share journal commits.
-import { closeSync, constants, fchmodSync, fchownSync, fsync, openSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
-import path from 'node:path';
+import { closeSync, constants, fchmodSync, fchownSync, fsync, futimesSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { tempNameFor } from '../cni/names.js';
 import { addon, IN } from '../watch/addon.js';
+import { readEntry } from './bounded-read.js';
+import type { Dir } from './dir.js';
 import { fsyncDir } from './dir-sync.js';
 import { errnoCode } from './errno.js';
 
@@ -24,28 +29,45 @@ export interface AtomicWriteOptions {
   mode: number;
   uid?: number;
   gid?: number;
-  /**
-   * What must still be at the path for the write to land: the content read before patching.
-   * Undefined replaces whatever is there.
-   */
+  /** Extended attributes to give the new file (the old file's, read with it). */
+  xattrs?: ReadonlyArray<[string, Buffer]>;
+  /** Replace only while the file still holds exactly these bytes (the content read before patching). */
   expect?: Buffer;
+  /** Create only: never replace an existing entry ('stale' if one appeared). */
+  noReplace?: boolean;
+  /** Modification time to give the new file (copied binaries keep their source's, to compare cheaply). */
+  mtime?: Date;
 }
 
+/** Fills the temp file itself (a streamed copy), instead of a buffer held in memory. */
+export type Filler = (fd: number) => Promise<void>;
+
 export type WriteResult = 'written' | 'stale';
+
+/** The 12-hex-digit content hash that temp names carry. */
+export function contentHash(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex').slice(0, 12);
+}
 
 // Filesystems without renameat2 flags (some network ones) answer EINVAL: fall back to rename(2) with a
 // content re-check just before it, which narrows the race to microseconds instead of closing it.
 const UNSUPPORTED = new Set(['EINVAL', 'ENOSYS', 'EOPNOTSUPP']);
 let exchangeSupported = true;
 
-/** True when the file's bytes are exactly `expected` (false when it does not exist). */
-export function contentIs(file: string, expected: Buffer): boolean {
-  try {
-    return readFileSync(file).equals(expected);
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return false;
-    throw err;
-  }
+// Labels a process may be refused without anything being lost that the primary relies on: SELinux and
+// trusted.* need privileges a filesystem or policy may not grant; user.* and ACLs must be kept.
+const OPTIONAL_XATTR = /^(security|trusted)\./;
+
+/** True when entry `name` holds exactly `expected` (false when it does not exist or is not a file). */
+export function entryHolds(dir: Dir, name: string, expected: Buffer): boolean {
+  const read = readEntry(dir, name, expected.length);
+  return read.kind === 'file' && read.bytes.equals(expected);
+}
+
+function readBack(dir: Dir, name: string): Buffer {
+  const read = readEntry(dir, name, Number.MAX_SAFE_INTEGER);
+  if (read.kind !== 'file') throw Object.assign(new Error(`${name} is not a regular file after the exchange`), { code: 'EIO' });
+  return read.bytes;
 }
 
 type Landing = 'renamed' | 'exchanged' | 'stale';
@@ -53,29 +75,32 @@ type Landing = 'renamed' | 'exchanged' | 'stale';
 const MAX_GIVE_BACK_ROUNDS = 64;
 
 /**
- * We swapped a newer write (now at `tmp`) out for our patch (`ours`, now at `file`): swap it back. If
+ * We swapped a newer write (now at `tmp`) out for our patch (`ours`, now at `name`): swap it back. If
  * yet another write replaced our patch in between, that one is the newest and goes back instead,
  * and so on; each round needs a write to land in the microseconds between two renames, so this ends
  * as soon as the writer pauses. Should it never pause, the newest write seen is renamed into place.
  */
-function giveBack(tmp: string, file: string, ours: Buffer): void {
-  let sending = readFileSync(tmp);
+function giveBack(dir: Dir, tmp: string, name: string, ours: Buffer): void {
+  let sending = readBack(dir, tmp);
   let expectedBack = ours;
   for (let round = 0; round < MAX_GIVE_BACK_ROUNDS; round++) {
-    addon.rename2(tmp, file, IN.RENAME_EXCHANGE);
-    const got = readFileSync(tmp);
-    if (got.equals(expectedBack)) return; // the newest write is at `file`; `tmp` holds a superseded one
-    // `got` replaced what was at `file` after it was put there: it is newer, so it goes back next.
+    dir.rename(tmp, name, IN.RENAME_EXCHANGE);
+    const got = readBack(dir, tmp);
+    if (got.equals(expectedBack)) {
+      dir.unlink(tmp); // a superseded version: ours, or an older write of the primary's
+      return;
+    }
+    // `got` replaced what was at `name` after it was put there: it is newer, so it goes back next.
     expectedBack = sending;
     sending = got;
   }
-  renameSync(tmp, file);
+  dir.rename(tmp, name);
 }
 
-function landReplacing(tmp: string, file: string, expected: Buffer, ours: Buffer): Landing {
+function landReplacing(dir: Dir, tmp: string, name: string, expected: Buffer, ours: Buffer): Landing {
   if (exchangeSupported) {
     try {
-      addon.rename2(tmp, file, IN.RENAME_EXCHANGE);
+      dir.rename(tmp, name, IN.RENAME_EXCHANGE);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return 'stale'; // removed since we read it
       if (!UNSUPPORTED.has(errnoCode(err) ?? '')) throw err;
@@ -83,57 +108,89 @@ function landReplacing(tmp: string, file: string, expected: Buffer, ours: Buffer
     }
     if (exchangeSupported) {
       // What we swapped out is exactly what was there at the swap: it must be what we read.
-      if (contentIs(tmp, expected)) return 'exchanged';
-      giveBack(tmp, file, ours);
+      if (entryHolds(dir, tmp, expected)) return 'exchanged';
+      giveBack(dir, tmp, name, ours);
       return 'stale';
     }
   }
-  if (!contentIs(file, expected)) return 'stale';
-  renameSync(tmp, file);
+  if (!entryHolds(dir, name, expected)) return 'stale';
+  dir.rename(tmp, name);
   return 'renamed';
 }
 
-export async function writeFileAtomic(file: string, data: string | Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
-  const dir = path.dirname(file);
-  const tmp = path.join(dir, tempNameFor(path.basename(file)));
-  const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+function setXattrs(fd: number, xattrs: ReadonlyArray<[string, Buffer]>): void {
+  for (const [key, value] of xattrs) {
+    try {
+      addon.fsetxattr(fd, key, value);
+    } catch (err) {
+      if (!OPTIONAL_XATTR.test(key)) throw err;
+    }
+  }
+}
+
+export async function writeFileAtomic(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<WriteResult> {
+  const bytes = typeof data === 'string' ? Buffer.from(data) : typeof data === 'function' ? undefined : data;
+  if (options.expect !== undefined && bytes === undefined) throw new TypeError('writeFileAtomic: expect needs the data as bytes');
+  const tmp = tempNameFor(name, options.expect === undefined ? 'new' : contentHash(options.expect));
   let tmpExists = false;
   try {
     // Creating and filling a small file is page-cache work: done inline, it saves the event loop
     // four round trips through the thread pool. Only the fsync, which waits for the disk, goes there.
-    const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    const fd = dir.openEntry(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
     tmpExists = true;
     try {
-      for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+      if (bytes !== undefined) for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+      else await (data as Filler)(fd);
       fchmodSync(fd, options.mode);
+      if (options.mtime !== undefined) futimesSync(fd, options.mtime, options.mtime);
       const { uid, gid } = options;
       if (uid !== undefined && gid !== undefined && (uid !== process.getuid?.() || gid !== process.getgid?.())) fchownSync(fd, uid, gid);
+      // After the mode: a POSIX ACL (system.posix_acl_access) then sets the group bits it implies.
+      if (options.xattrs !== undefined && options.xattrs.length > 0) setXattrs(fd, options.xattrs);
       await fsyncAsync(fd);
     } finally {
       closeSync(fd);
     }
     let landing: Landing;
-    if (options.expect === undefined) {
-      renameSync(tmp, file);
+    if (options.noReplace === true) {
+      try {
+        dir.rename(tmp, name, IN.RENAME_NOREPLACE);
+      } catch (err) {
+        if (errnoCode(err) === 'EEXIST') return 'stale';
+        throw err;
+      }
+      landing = 'renamed';
+    } else if (options.expect === undefined) {
+      dir.rename(tmp, name);
       landing = 'renamed';
     } else {
-      landing = landReplacing(tmp, file, options.expect, bytes);
+      landing = landReplacing(dir, tmp, name, options.expect, bytes!);
     }
     if (landing === 'stale') return 'stale';
-    tmpExists = false;
-    // The old version, now under the temp name, goes while the directory sync is under way.
-    await Promise.all([landing === 'exchanged' ? unlink(tmp) : undefined, fsyncDir(dir)]);
+    tmpExists = landing === 'exchanged';
+    // The old version, now under the temp name, goes before the directory sync, which covers both.
+    if (tmpExists) {
+      dir.unlink(tmp);
+      tmpExists = false;
+    }
+    await fsyncDir(dir);
     return 'written';
   } finally {
-    if (tmpExists) await unlink(tmp).catch(() => {}); // already gone: nothing is left behind either way
+    if (tmpExists) {
+      try {
+        dir.unlink(tmp);
+      } catch {
+        // gone already (given back, or never created): nothing is left behind either way
+      }
+    }
   }
 }
 
-/** Removes `file` only if it still holds `expected`; true when it did. */
-export async function unlinkIfUnchanged(file: string, expected: Buffer): Promise<boolean> {
-  if (!contentIs(file, expected)) return false;
-  unlinkSync(file);
-  await fsyncDir(path.dirname(file));
+/** Removes entry `name` only if it still holds `expected`; true when it did. */
+export async function unlinkIfUnchanged(dir: Dir, name: string, expected: Buffer): Promise<boolean> {
+  if (!entryHolds(dir, name, expected)) return false;
+  dir.unlink(name);
+  await fsyncDir(dir);
   return true;
 }
 
@@ -141,13 +198,13 @@ export async function unlinkIfUnchanged(file: string, expected: Buffer): Promise
  * Re-creates a symlink with the same target through a rename, so that watchers of its directory (the
  * container runtime watches only net.d) see an event even though the file changed elsewhere.
  */
-export function touchSymlink(link: string, target: string): void {
-  const tmp = path.join(path.dirname(link), tempNameFor(path.basename(link)));
-  symlinkSync(target, tmp);
+export function touchSymlink(dir: Dir, name: string, target: string): void {
+  const tmp = tempNameFor(name);
+  dir.symlink(target, tmp);
   try {
-    renameSync(tmp, link);
+    dir.rename(tmp, name);
   } catch (err) {
-    unlinkSync(tmp);
+    dir.unlink(tmp);
     throw err;
   }
 }

@@ -1,19 +1,14 @@
 // fsync of a directory after a rename, shared between concurrent writers of the same directory.
 // During a storm many patches land in net.d at once: one fsync that starts after all their renames
 // makes them all durable, so each caller joins the next fsync to start instead of running its own.
-import { closeSync, constants, fsync, openSync } from 'node:fs';
+//
+// The fsync runs on the fd of the caller that starts it; every caller awaits its fsync before it
+// closes its own Dir, so that fd is open for as long as the fsync runs.
+import { fsync } from 'node:fs';
 import { promisify } from 'node:util';
+import type { Dir } from './dir.js';
 
 const fsyncAsync = promisify(fsync);
-
-async function fsyncDirNow(dir: string): Promise<void> {
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
-  try {
-    await fsyncAsync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 interface DirState {
   running?: Promise<void>;
@@ -23,15 +18,16 @@ interface DirState {
 const states = new Map<string, DirState>();
 
 /** Resolves once an fsync of `dir` that started after this call has completed. */
-export function fsyncDir(dir: string): Promise<void> {
-  const state = states.get(dir) ?? {};
-  states.set(dir, state);
+export function fsyncDir(dir: Dir): Promise<void> {
+  const key = dir.disk;
+  const state = states.get(key) ?? {};
+  states.set(key, state);
   // A queued fsync has not started yet, so it covers this caller's rename too.
   if (state.queued !== undefined) return state.queued;
   const start = (): Promise<void> => {
-    const run = fsyncDirNow(dir).finally(() => {
+    const run = fsyncAsync(dir.fd).finally(() => {
       if (state.running === run) state.running = undefined;
-      if (state.running === undefined && state.queued === undefined) states.delete(dir);
+      if (state.running === undefined && state.queued === undefined) states.delete(key);
     });
     state.running = run;
     return run;

@@ -1,12 +1,44 @@
-// The host's root as mounted in the container: host paths map to disk paths below it, and symlinks
-// inside it are resolved with resolveInRoot so that nothing outside it is ever read or written.
-import { lstatSync, readlinkSync } from 'node:fs';
+// The host's root as mounted in the container: host paths map to disk paths below it. Directories are
+// opened by the kernel inside it (openat2 RESOLVE_IN_ROOT from an fd on the root: an absolute link
+// means the host's root, `..` stops there, and a component swapped mid-lookup cannot escape), and
+// every write then happens relative to such a directory fd (fs/dir.ts). resolveInRoot follows the same
+// rules in userland: it tells which host path a symlinked config ends at, for watching and reports,
+// and it is the confinement itself only on kernels without openat2.
+import { constants, lstatSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
+import { addon, IN } from '../watch/addon.js';
+import { Dir, kernelHasOpenat2 } from './dir.js';
 import { isMissing } from './errno.js';
 import { resolveInRoot, type Entry, type Resolution } from './resolve-in-root.js';
 
 export class HostRoot {
+  private rootFd: number | undefined;
+
   constructor(readonly dir: string) {}
+
+  /** True when directories are resolved by the kernel (openat2); false: the userland fallback. */
+  get kernelConfined(): boolean {
+    return kernelHasOpenat2();
+  }
+
+  /**
+   * Opens the directory at `hostPath` inside the root. Throws ENOENT/ENOTDIR/ELOOP like open(2) when it
+   * does not resolve to a directory inside the root.
+   */
+  openDir(hostPath: string): Dir {
+    const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK;
+    if (this.kernelConfined) {
+      this.rootFd ??= openSync(this.dir, flags);
+      const relative = path.posix.relative('/', path.posix.resolve('/', hostPath)) || '.';
+      const fd = addon.openat2(this.rootFd, relative, flags, 0, IN.RESOLVE_IN_ROOT | IN.RESOLVE_NO_MAGICLINKS);
+      const resolved = this.resolve(hostPath);
+      return new Dir(fd, this.toDisk(resolved.ok ? resolved.path : hostPath));
+    }
+    const resolved = this.resolve(hostPath);
+    if (!resolved.ok) throw Object.assign(new Error(`${resolved.code}: cannot resolve ${hostPath} inside the host root`), { code: resolved.code, path: hostPath });
+    const disk = this.toDisk(resolved.path);
+    return new Dir(openSync(disk, flags | constants.O_NOFOLLOW), disk);
+  }
 
   /** `/etc/cni/net.d` → `<prefix>/etc/cni/net.d`. */
   toDisk(hostPath: string): string {
@@ -37,11 +69,12 @@ export class HostRoot {
   /**
    * A directory's disk path with the symlinks on its way resolved inside the root: some hosts make
    * /etc/cni/net.d itself a link (to /var/lib/...), which must mean the host's /var/lib, never the
-   * container's. A directory that does not exist (yet) keeps its plain path.
+   * container's. Undefined when it does not resolve to a directory inside the root: the plain path
+   * would let the container's own resolution follow an absolute link out of the root.
    */
-  dirOnDisk(hostPath: string): string {
+  dirOnDisk(hostPath: string): string | undefined {
     const resolved = this.resolve(hostPath);
-    return resolved.ok && resolved.kind === 'dir' ? this.toDisk(resolved.path) : this.toDisk(hostPath);
+    return resolved.ok && resolved.kind === 'dir' ? this.toDisk(resolved.path) : undefined;
   }
 
   resolve(hostPath: string): Resolution {

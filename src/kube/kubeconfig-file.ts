@@ -1,10 +1,13 @@
 // The kubeconfig file in the net dir: rendered from the service-account token, rewritten when the
 // token rotates, removed on shutdown. No token means we are not in a pod: no kubeconfig.
-import { existsSync, readFileSync, unlinkSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { ConfigError } from '../config.js';
 import { writeFileAtomic } from '../fs/atomic-write.js';
+import { readEntry } from '../fs/bounded-read.js';
+import { withDir } from '../fs/dir.js';
+import type { HostRoot } from '../fs/host-root.js';
 import { renderKubeconfig } from './kubeconfig.js';
 import { errnoCode } from '../fs/errno.js';
 
@@ -13,8 +16,12 @@ export type KubeconfigSync = 'written' | 'unchanged' | 'absent';
 export class KubeconfigFile {
   constructor(
     private readonly config: Config,
-    readonly file: string,
+    private readonly root: HostRoot,
   ) {}
+
+  get name(): string {
+    return this.config.kubeconfigName;
+  }
 
   get tokenFile(): string {
     return path.join(this.config.serviceAccountDir, 'token');
@@ -41,21 +48,26 @@ export class KubeconfigFile {
   async sync(): Promise<KubeconfigSync> {
     const desired = this.render();
     if (desired === undefined) return 'absent';
-    try {
-      if (readFileSync(this.file, 'utf8') === desired) return 'unchanged';
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw err;
-    }
-    await writeFileAtomic(this.file, desired, { mode: this.config.kubeconfigMode });
-    return 'written';
+    const bytes = Buffer.from(desired);
+    return withDir(this.root.openDir(this.config.netDir), async (dir) => {
+      // Bounded, non-blocking and no-follow: a FIFO or a link to /dev/zero at this name is replaced,
+      // never read.
+      const current = readEntry(dir, this.name, bytes.length);
+      if (current.kind === 'file' && current.bytes.equals(bytes)) return 'unchanged';
+      await writeFileAtomic(dir, this.name, bytes, { mode: this.config.kubeconfigMode });
+      return 'written';
+    });
   }
 
-  remove(): boolean {
+  /** True when a kubeconfig was there to remove. */
+  async remove(): Promise<boolean> {
     try {
-      unlinkSync(this.file);
-      return true;
+      return await withDir(this.root.openDir(this.config.netDir), (dir) => {
+        dir.unlink(this.name);
+        return true;
+      });
     } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return false;
+      if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return false;
       throw err;
     }
   }

@@ -43,6 +43,14 @@ export interface InotifyConstants {
   IN_ISDIR: number;
   RENAME_NOREPLACE: number;
   RENAME_EXCHANGE: number;
+  RESOLVE_IN_ROOT: number;
+  RESOLVE_BENEATH: number;
+  RESOLVE_NO_MAGICLINKS: number;
+  RESOLVE_NO_SYMLINKS: number;
+  RESOLVE_NO_XDEV: number;
+  AT_FDCWD: number;
+  AT_REMOVEDIR: number;
+  O_PATH: number;
 }
 
 export interface InotifyAddon {
@@ -52,6 +60,15 @@ export interface InotifyAddon {
     onEvents: (events: RawInotifyEvent[], error?: NodeJS.ErrnoException) => void,
   ) => InotifyWatcherHandle;
   rename2(from: string, to: string, flags: number): void;
+  /** openat2(2) with O_CLOEXEC added; returns the fd. */
+  openat2(dirfd: number, path: string, flags: number, mode: number, resolve: number): number;
+  renameat2(olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number): void;
+  unlinkat(dirfd: number, path: string, flags: number): void;
+  symlinkat(target: string, dirfd: number, path: string): void;
+  readlinkat(dirfd: number, path: string): string;
+  /** Every extended attribute of an open file (POSIX ACLs and SELinux labels are xattrs too). */
+  xattrs(fd: number): Array<[string, Buffer]>;
+  fsetxattr(fd: number, name: string, value: Buffer): void;
   constants: InotifyConstants;
 }
 

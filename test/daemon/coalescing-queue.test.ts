@@ -79,3 +79,45 @@ describe('CoalescingQueue', () => {
     expect(queue.size).toBe(0);
   });
 });
+
+describe('CoalescingQueue concurrency bound', () => {
+  it('runs at most `limit` passes at once, and every key gets its pass', async () => {
+    let running = 0;
+    let peak = 0;
+    const done: string[] = [];
+    const queue = new CoalescingQueue(
+      async (key) => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((r) => setTimeout(r, 2));
+        running--;
+        done.push(key);
+      },
+      () => {},
+      4,
+    );
+    for (let i = 0; i < 50; i++) queue.trigger(`k${i}`);
+    expect(queue.size).toBe(50);
+    await queue.drain();
+    expect(peak).toBe(4);
+    expect(done.sort()).toEqual(Array.from({ length: 50 }, (_, i) => `k${i}`).sort());
+    expect(queue.size).toBe(0);
+  });
+
+  it('coalesces triggers of a waiting key into its one pass', async () => {
+    const passes = new Map<string, number>();
+    const queue = new CoalescingQueue(
+      async (key) => {
+        passes.set(key, (passes.get(key) ?? 0) + 1);
+        await new Promise((r) => setTimeout(r, 2));
+      },
+      () => {},
+      1,
+    );
+    queue.trigger('a');
+    for (let i = 0; i < 10; i++) queue.trigger('b'); // b waits for a's slot
+    await queue.drain();
+    expect(passes.get('a')).toBe(1);
+    expect(passes.get('b')).toBe(1);
+  });
+});

@@ -1,54 +1,84 @@
 import { describe, expect, it } from 'vitest';
-import { FightDetector } from '../../src/daemon/fight-detector.js';
+import { FightDetector, type FightPolicy } from '../../src/daemon/fight-detector.js';
 
-function detector() {
+const POLICY: FightPolicy = { reactiveMs: 50, threshold: 3, baseBackoffMs: 1_000, maxBackoffMs: 60_000, calmMs: 120_000 };
+
+function detector(policy = POLICY) {
   let now = 0;
-  const fights = new FightDetector({ threshold: 3, windowMs: 1000, baseBackoffMs: 100, maxBackoffMs: 400 }, () => now);
+  const fights = new FightDetector(policy, () => now);
   return { fights, advance: (ms: number) => (now += ms) };
 }
 
+/** Our write lands, the primary reverts `delay` ms later; returns the verdict. */
+function writeThenRevert(d: ReturnType<typeof detector>, delay: number) {
+  d.fights.wrote('f');
+  d.advance(delay);
+  return d.fights.reverted('f');
+}
+
 describe('FightDetector', () => {
-  it('lets occasional reverts through (a primary CNI restarting now and then)', () => {
-    const { fights, advance } = detector();
-    for (let i = 0; i < 10; i++) {
-      expect(fights.recordRevert('f')).toEqual({ backoffMs: 0, fightStarted: false });
-      advance(600);
+  it('never backs off a primary that rewrites on its own schedule, however often (every 100 ms for 5 s)', () => {
+    const d = detector();
+    for (let i = 0; i < 50; i++) {
+      // We patch ~1 ms after each of its writes; its next write comes 99 ms after ours.
+      expect(writeThenRevert(d, 99)).toEqual({ backoffMs: 0, fightStarted: false, reactive: false });
+      d.advance(1);
     }
-    expect(fights.isFighting('f')).toBe(false);
+    expect(d.fights.isFighting('f')).toBe(false);
   });
 
-  it('backs off exponentially up to the cap, and warns only once', () => {
-    const { fights, advance } = detector();
-    fights.recordRevert('f');
-    fights.recordRevert('f');
-    expect(fights.recordRevert('f')).toEqual({ backoffMs: 100, fightStarted: true });
-    expect(fights.backoffLeft('f')).toBe(100);
-    advance(100);
-    expect(fights.backoffLeft('f')).toBe(0);
-    expect(fights.recordRevert('f')).toEqual({ backoffMs: 200, fightStarted: false });
-    advance(200);
-    expect(fights.recordRevert('f').backoffMs).toBe(400);
-    advance(400);
-    expect(fights.recordRevert('f').backoffMs).toBe(400);
-    expect(fights.isFighting('f')).toBe(true);
+  it('backs off a primary that reverts within 2 ms of every write, doubling up to the cap, one fight', () => {
+    const d = detector();
+    expect(writeThenRevert(d, 2).backoffMs).toBe(0);
+    expect(writeThenRevert(d, 2).backoffMs).toBe(0);
+    const first = writeThenRevert(d, 2);
+    expect(first).toEqual({ backoffMs: 1_000, fightStarted: true, reactive: true });
+    const backoffs: number[] = [];
+    let started = 0;
+    for (let i = 0; i < 10; i++) {
+      d.advance(d.fights.backoffLeft('f')); // the retry after the backoff writes again...
+      const verdict = writeThenRevert(d, 2); // ...and is reverted at once
+      backoffs.push(verdict.backoffMs);
+      if (verdict.fightStarted) started++;
+    }
+    // The state survives our successful writes: the level keeps rising until the cap.
+    expect(backoffs).toEqual([2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000, 60_000, 60_000]);
+    expect(started).toBe(0);
   });
 
-  it('ends the fight once the patch held for a whole window', () => {
-    const { fights, advance } = detector();
-    for (let i = 0; i < 3; i++) fights.recordRevert('f');
-    fights.recordStable('f');
-    expect(fights.isFighting('f')).toBe(true);
-    advance(1000);
-    fights.recordStable('f');
-    expect(fights.isFighting('f')).toBe(false);
-    expect(fights.recordRevert('f').backoffMs).toBe(0);
+  it('a revert that is not reactive breaks the streak before a fight starts', () => {
+    const d = detector();
+    writeThenRevert(d, 2);
+    writeThenRevert(d, 2);
+    writeThenRevert(d, 500);
+    expect(writeThenRevert(d, 2).backoffMs).toBe(0);
+    expect(d.fights.isFighting('f')).toBe(false);
+  });
+
+  it('counts one revert per write of ours', () => {
+    const d = detector();
+    d.fights.wrote('f');
+    d.advance(1);
+    expect(d.fights.reverted('f').reactive).toBe(true);
+    d.advance(1);
+    expect(d.fights.reverted('f').reactive).toBe(false); // no write of ours in between
+  });
+
+  it('ends a fight after a calm period: the next fight warns again', () => {
+    const d = detector();
+    for (let i = 0; i < 3; i++) writeThenRevert(d, 1);
+    expect(d.fights.isFighting('f')).toBe(true);
+    d.advance(POLICY.calmMs + 1);
+    expect(writeThenRevert(d, 1).backoffMs).toBe(0);
+    expect(writeThenRevert(d, 1).backoffMs).toBe(0);
+    expect(writeThenRevert(d, 1)).toMatchObject({ backoffMs: 1_000, fightStarted: true });
   });
 
   it('keeps files apart', () => {
-    const { fights } = detector();
-    for (let i = 0; i < 3; i++) fights.recordRevert('a');
-    expect(fights.isFighting('a')).toBe(true);
-    expect(fights.isFighting('b')).toBe(false);
-    expect(fights.backoffLeft('b')).toBe(0);
+    const d = detector();
+    for (let i = 0; i < 3; i++) writeThenRevert(d, 1);
+    expect(d.fights.isFighting('f')).toBe(true);
+    expect(d.fights.isFighting('g')).toBe(false);
+    expect(d.fights.backoffLeft('g')).toBe(0);
   });
 });

@@ -1,11 +1,33 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { planPatch } from '../../src/cni/conflist.js';
-import { unlinkIfUnchanged, writeFileAtomic } from '../../src/fs/atomic-write.js';
-import { expectedPlugin } from '../helpers/fixtures.js';
+import { parsePlugin, planPatch } from '../../src/cni/conflist.js';
+import { NAME_MAX } from '../../src/cni/names.js';
+import { unlinkIfUnchanged, writeFileAtomic as writeAt, type AtomicWriteOptions } from '../../src/fs/atomic-write.js';
+import { Dir } from '../../src/fs/dir.js';
+import { addon } from '../../src/watch/addon.js';
+import { pluginText } from '../helpers/fixtures.js';
 import { tempDir } from '../helpers/tmp.js';
+
+/** The writer relative to `file`'s directory, opened for the call. */
+async function writeFileAtomic(file: string, data: string | Buffer, options: AtomicWriteOptions) {
+  const dir = Dir.open(path.dirname(file));
+  try {
+    return await writeAt(dir, path.basename(file), data, options);
+  } finally {
+    dir.close();
+  }
+}
+
+function readXattrs(file: string): Array<[string, Buffer]> {
+  const fd = openSync(file, 'r');
+  try {
+    return addon.xattrs(fd).sort(([a], [b]) => (a < b ? -1 : 1));
+  } finally {
+    closeSync(fd);
+  }
+}
 
 describe('writeFileAtomic', () => {
   it('creates a file with the requested mode and leaves no temp file', async () => {
@@ -40,6 +62,57 @@ describe('writeFileAtomic', () => {
     expect(readdirSync(dir)).toEqual(['a.conflist']);
   });
 
+  it('copies xattrs and POSIX ACLs onto the replacement', async (ctx) => {
+    const dir = tempDir();
+    const file = path.join(dir, '10-calico.conflist');
+    writeFileSync(file, 'old');
+    chmodSync(file, 0o640);
+    // A user xattr through the addon, an ACL entry with setfacl (Debian's acl package, installed by CI).
+    const fd = openSync(file, 'r');
+    try {
+      addon.fsetxattr(fd, 'user.primary', Buffer.from('calico'));
+    } catch (err) {
+      closeSync(fd);
+      if ((err as NodeJS.ErrnoException).code === 'ENOTSUP') ctx.skip(); // a filesystem without xattrs
+      throw err;
+    }
+    closeSync(fd);
+    const acl = spawnSync('setfacl', ['-m', 'u:65534:r', file]);
+    const withAcl = acl.status === 0;
+    if (!withAcl && process.env.CI === 'true') throw new Error(`setfacl failed: ${acl.stderr}`);
+    const before = readXattrs(file);
+    const old = readFileSync(file);
+    expect(await writeFileAtomic(file, 'new', { mode: 0o640, expect: old, xattrs: before })).toBe('written');
+    expect(readFileSync(file, 'utf8')).toBe('new');
+    expect(readXattrs(file)).toEqual(before);
+    expect(before.map(([k]) => k)).toContain('user.primary');
+    if (withAcl) {
+      expect(before.map(([k]) => k)).toContain('system.posix_acl_access');
+      expect(spawnSync('getfacl', ['-c', '-n', file]).stdout.toString()).toContain('user:65534:r--');
+    }
+    expect(statSync(file).mode & 0o7777).toBe(0o640);
+  });
+
+  it('fits NAME_MAX: a 250-byte config name is replaced like any other', async () => {
+    const dir = tempDir();
+    const name = `${'é'.repeat(100)}${'x'.repeat(30)}.conflist`; // 239 bytes
+    expect(Buffer.byteLength(name)).toBeLessThanOrEqual(NAME_MAX);
+    const file = path.join(dir, name);
+    writeFileSync(file, 'old');
+    expect(await writeFileAtomic(file, 'new', { mode: 0o644, expect: Buffer.from('old') })).toBe('written');
+    expect(readFileSync(file, 'utf8')).toBe('new');
+    expect(readdirSync(dir)).toEqual([name]);
+  });
+
+  it("noReplace never overwrites an entry that appeared: 'stale', and no temp file", async () => {
+    const dir = tempDir();
+    const file = path.join(dir, '10-calico.conflist');
+    writeFileSync(file, 'theirs');
+    expect(await writeFileAtomic(file, 'ours', { mode: 0o644, noReplace: true })).toBe('stale');
+    expect(readFileSync(file, 'utf8')).toBe('theirs');
+    expect(readdirSync(dir)).toEqual(['10-calico.conflist']);
+  });
+
   it('leaves the old file and no temp file when the rename fails', async () => {
     const dir = tempDir();
     const target = path.join(dir, 'is-a-dir.conflist');
@@ -68,7 +141,7 @@ describe('writeFileAtomic', () => {
     // on top of a newer write, the final file would be a patch of an older version, not of the last.
     const dir = tempDir();
     const file = path.join(dir, '10-calico.conflist');
-    const plugin = expectedPlugin();
+    const plugin = parsePlugin(pluginText);
     const version = (n: number) => JSON.stringify({ cniVersion: '0.3.1', name: 'k8s', serial: n, plugins: [{ type: 'calico' }] });
     writeFileSync(file, version(0));
     const writer = spawn(
@@ -91,20 +164,20 @@ describe('writeFileAtomic', () => {
     let written = 0;
     while (!finished) {
       const content = readFileSync(file);
-      const plan = planPatch(content.toString(), plugin);
+      const plan = planPatch(content, plugin);
       if (plan.action !== 'write') {
         await new Promise((resolve) => setImmediate(resolve)); // let the writer's exit be noticed
         continue;
       }
-      const result = await writeFileAtomic(file, plan.text, { mode: 0o644, expect: content });
+      const result = await writeFileAtomic(file, plan.bytes, { mode: 0o644, expect: content });
       if (result === 'stale') stale++;
       else written++;
     }
     await done;
     const last = Number(out.trim());
     const final = readFileSync(file);
-    const plan = planPatch(final.toString(), plugin);
-    const current = plan.action === 'write' ? (JSON.parse(plan.text) as { serial: number }) : (JSON.parse(final.toString()) as { serial: number });
+    const plan = planPatch(final, plugin);
+    const current = plan.action === 'write' ? (JSON.parse(plan.bytes.toString()) as { serial: number }) : (JSON.parse(final.toString()) as { serial: number });
     expect(current.serial).toBe(last);
     expect(written + stale).toBeGreaterThan(0);
     expect(version(last)).toContain(`"serial":${last}`);
@@ -116,9 +189,11 @@ describe('unlinkIfUnchanged', () => {
     const dir = tempDir();
     const file = path.join(dir, '10-calico.conf');
     writeFileSync(file, 'v2');
-    expect(await unlinkIfUnchanged(file, Buffer.from('v1'))).toBe(false);
+    const handle = Dir.open(dir);
+    expect(await unlinkIfUnchanged(handle, '10-calico.conf', Buffer.from('v1'))).toBe(false);
     expect(readFileSync(file, 'utf8')).toBe('v2');
-    expect(await unlinkIfUnchanged(file, Buffer.from('v2'))).toBe(true);
+    expect(await unlinkIfUnchanged(handle, '10-calico.conf', Buffer.from('v2'))).toBe(true);
+    handle.close();
     expect(readdirSync(dir)).toEqual([]);
   });
 });

@@ -1,13 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Dir } from '../../src/fs/dir.js';
 import { fsyncDir } from '../../src/fs/dir-sync.js';
 import { tempDir } from '../helpers/tmp.js';
 
 describe('fsyncDir', () => {
   it('shares one queued fsync between callers that arrive while one is running', async () => {
-    const dir = tempDir();
-    writeFileSync(path.join(dir, 'a'), '');
+    const disk = tempDir();
+    writeFileSync(path.join(disk, 'a'), '');
+    const dir = Dir.open(disk);
     const first = fsyncDir(dir);
     const second = fsyncDir(dir);
     const third = fsyncDir(dir);
@@ -18,11 +20,16 @@ describe('fsyncDir', () => {
     const fourth = fsyncDir(dir);
     expect(fourth).not.toBe(second);
     await fourth;
+    dir.close();
   });
 
-  it('rejects for a directory that does not exist, and recovers', async () => {
-    const dir = tempDir();
-    await expect(fsyncDir(path.join(dir, 'missing'))).rejects.toMatchObject({ code: 'ENOENT' });
+  it('rejects for a closed directory fd, and recovers', async () => {
+    const disk = tempDir();
+    const closed = Dir.open(disk);
+    closed.close();
+    await expect(fsyncDir(closed)).rejects.toMatchObject({ code: 'EBADF' });
+    const dir = Dir.open(disk);
     await expect(fsyncDir(dir)).resolves.toBeUndefined();
+    dir.close();
   });
 });

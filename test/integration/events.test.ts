@@ -76,7 +76,7 @@ describe('events', () => {
     const daemon = await host.started();
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
     rmSync(host.netDir, { recursive: true });
-    await daemon.waitLog('config directory is gone: waiting for it to come back');
+    await daemon.waitLog('config directory is gone: following its path');
     mkdirSync(host.netDir);
     host.putFixture('10-calico.conflist');
     await waitFor(() => host.isChained('10-calico.conflist'), 'chained in the new net.d');

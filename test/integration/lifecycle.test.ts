@@ -109,19 +109,19 @@ describe('fights', () => {
     let reverts = '';
     fighter.stdout.on('data', (c: Buffer) => (reverts += c.toString()));
     const fought = new Promise((resolve) => fighter.on('close', resolve));
-    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer keeps removing the plugin'));
+    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'));
     const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(readyz.status).toBe(503);
     expect(await readyz.text()).toContain('10-aws.conflist: backoff');
     await fought;
     // Once the fighter gives up, the backoff expires and the file is chained again.
     await waitFor(() => host.isChained('10-aws.conflist'), 'chained after the fight', 20_000);
-    const warnings = daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer keeps removing'));
+    const warnings = daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'));
     expect(warnings).toHaveLength(1);
     const patches = daemon.count('chained plugin into config');
     // Without backoff every revert (one per ~2 ms for 1.2 s) would be answered by a write.
     expect(patches).toBeLessThan(20);
-    expect(Number(reverts)).toBeGreaterThanOrEqual(5);
+    expect(Number(reverts)).toBeGreaterThanOrEqual(3);
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toMatch(/^cni_chainer_fights_total 1$/m);
     expect(metrics).toMatch(/^cni_chainer_backoffs_total [1-9]\d*$/m);

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { planUnpatch } from '../../src/cni/conflist.js';
 import { cliFile } from '../helpers/addon-path.js';
 import { fixture, fixtureNames } from '../helpers/fixtures.js';
 import { NodeHost } from '../helpers/node-host.js';
@@ -15,11 +16,16 @@ describe('start-up', () => {
     const host = new NodeHost();
     for (const name of fixtureNames) host.putFixture(name);
     const daemon = await host.started();
-    const expected = fixtureNames.map((n) => n.replace(/\.conf$/, '.conflist'));
+    // 10-calico.conf and 10-calico.conflist both exist in the fixtures: the upgrade never overwrites the
+    // existing conflist, so the .conf stays as it is (status conflict) and the conflist is chained itself.
+    const converted = fixtureNames.filter((n) => n !== '10-calico.conf');
+    const expected = converted.map((n) => n.replace(/\.conf$/, '.conflist'));
     await waitFor(() => expected.every((n) => host.isChained(n)), 'every config chained');
-    for (const conf of fixtureNames.filter((n) => n.endsWith('.conf'))) expect(existsSync(host.net(conf))).toBe(false);
-    // 10-calico.conf and 10-calico.conflist both exist in the fixtures: the .conf upgrade wins the name.
-    expect(host.read('10-calico.conflist')).toContain('"cniVersion": "0.3.1"');
+    for (const conf of converted.filter((n) => n.endsWith('.conf'))) expect(existsSync(host.net(conf))).toBe(false);
+    expect(host.read('10-calico.conf')).toBe(fixture('10-calico.conf'));
+    const unpatched = planUnpatch(readFileSync(host.net('10-calico.conflist')), host.plugin.type as string);
+    expect(unpatched.action === 'write' && unpatched.bytes.toString()).toBe(fixture('10-calico.conflist'));
+    await daemon.waitLog((l) => l.status === 'conflict' && l.file === '10-calico.conf');
 
     expect(readFileSync(path.join(host.binDir, 'linkerd-cni'), 'utf8')).toContain('linkerd-cni');
     expect(statSync(path.join(host.binDir, 'linkerd-cni')).mode & 0o777).toBe(0o755);
@@ -69,7 +75,7 @@ describe('start-up', () => {
   it('waits for a missing net.d, then watches it once it is created', async () => {
     const host = new NodeHost({ netDir: false });
     const daemon = await host.started();
-    expect(daemon.logs.items.some((l) => l.msg === 'config directory does not exist yet: waiting for it')).toBe(true);
+    expect(daemon.logs.items.some((l) => l.msg === 'config directory not available: watching the path to it')).toBe(true);
     mkdirSync(host.netDir, { recursive: true });
     host.putFixture('10-aws.conflist');
     await waitFor(() => host.isChained('10-aws.conflist'), 'chained after net.d appeared');
@@ -79,11 +85,13 @@ describe('start-up', () => {
   it('waits through several missing levels (/etc and /etc/cni do not exist either)', async () => {
     const host = new NodeHost({ netDir: false });
     const daemon = await host.started();
-    await daemon.waitLog((l) => l.msg === 'config directory does not exist yet: waiting for it' && l.watching === '/');
+    const waiting = (missing: string) => (l: { msg?: unknown; reason?: unknown }) =>
+      l.msg === 'config directory not available: watching the path to it' && String(l.reason).includes(`ENOENT at ${missing})`);
+    await daemon.waitLog(waiting('/etc'));
     mkdirSync(path.dirname(path.dirname(host.netDir)));
-    await daemon.waitLog((l) => l.msg === 'config directory does not exist yet: waiting for it' && l.watching === '/etc');
+    await daemon.waitLog(waiting('/etc/cni'));
     mkdirSync(path.dirname(host.netDir));
-    await daemon.waitLog((l) => l.msg === 'config directory does not exist yet: waiting for it' && l.watching === '/etc/cni');
+    await daemon.waitLog(waiting('/etc/cni/net.d'));
     mkdirSync(host.netDir);
     host.putFixture('10-flannel.conflist');
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');

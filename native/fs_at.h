@@ -1,0 +1,23 @@
+#pragma once
+
+#include <napi.h>
+
+// Directory-fd-relative file syscalls that Node's fs does not expose. The writer resolves a directory
+// once, inside the host root, by the kernel (openat2 RESOLVE_IN_ROOT), and then creates, exchanges,
+// renames and unlinks relative to that fd: a path component swapped for a symlink afterwards cannot
+// redirect a write out of the root. Only syscalls and argument checks live here; policy is TypeScript.
+//
+//   openat2(dirfd, path, flags, mode, resolve) -> fd   (throws ENOSYS on kernels before 5.6)
+//   renameat2(olddirfd, old, newdirfd, new, flags)
+//   unlinkat(dirfd, path, flags)
+//   symlinkat(target, dirfd, path)
+//   readlinkat(dirfd, path) -> string
+//   xattrs(fd) -> Array<[name, Buffer]>            (flistxattr + fgetxattr)
+//   fsetxattr(fd, name, value: Buffer)
+Napi::Value Openat2(const Napi::CallbackInfo& info);
+Napi::Value Renameat2(const Napi::CallbackInfo& info);
+Napi::Value Unlinkat(const Napi::CallbackInfo& info);
+Napi::Value Symlinkat(const Napi::CallbackInfo& info);
+Napi::Value Readlinkat(const Napi::CallbackInfo& info);
+Napi::Value Xattrs(const Napi::CallbackInfo& info);
+Napi::Value Fsetxattr(const Napi::CallbackInfo& info);

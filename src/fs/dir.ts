@@ -1,0 +1,118 @@
+// An open directory, and every file operation the agent does relative to it. A directory is resolved
+// once (by HostRoot, inside the host root) and every create, exchange, rename, unlink and symlink then
+// names an entry of *that* directory inode: a path component swapped for a symlink afterwards cannot
+// redirect the operation anywhere else (DESIGN §3 "Writing").
+import { closeSync, constants, fstatSync, openSync, readdirSync, type Stats } from 'node:fs';
+import { addon, IN } from '../watch/addon.js';
+import { errnoCode } from './errno.js';
+
+// Entry names only: RESOLVE_BENEATH refuses `..` and absolute names, RESOLVE_NO_SYMLINKS a link.
+const ENTRY_ONLY = IN.RESOLVE_BENEATH | IN.RESOLVE_NO_SYMLINKS | IN.RESOLVE_NO_MAGICLINKS;
+
+let openat2Works: boolean | undefined;
+
+/** False on kernels before 5.6 (openat2 answers ENOSYS): the agent then says so once at start. */
+export function kernelHasOpenat2(): boolean {
+  if (openat2Works === undefined) {
+    try {
+      closeSync(addon.openat2(IN.AT_FDCWD, '/', constants.O_RDONLY | constants.O_DIRECTORY, 0, 0));
+      openat2Works = true;
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOSYS') throw err;
+      openat2Works = false;
+    }
+  }
+  return openat2Works;
+}
+
+export class Dir {
+  private closed = false;
+
+  /** `fd` is owned by the Dir from now on; `disk` names it in logs and keys shared directory fsyncs. */
+  constructor(
+    readonly fd: number,
+    readonly disk: string,
+  ) {}
+
+  /** A directory opened by its path, no containment: for callers that own the whole path (tests). */
+  static open(disk: string): Dir {
+    return new Dir(openSync(disk, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK), disk);
+  }
+
+  /** The magic link to this fd's inode: paths through it stay in this directory, whatever was renamed. */
+  private viaFd(name = ''): string {
+    return `/proc/self/fd/${this.fd}${name === '' ? '' : `/${name}`}`;
+  }
+
+  /**
+   * Opens entry `name` without following a symlink and without blocking (a FIFO or a device opens at
+   * once, and fstat then tells what it is). Throws ELOOP for a symlink.
+   */
+  openEntry(name: string, flags: number, mode = 0): number {
+    const all = flags | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+    return this.at(name, () => (kernelHasOpenat2() ? addon.openat2(this.fd, name, all, mode, ENTRY_ONLY) : openSync(this.viaFd(name), all, mode)));
+  }
+
+  /** Runs a syscall on entry `name`; a failure names the entry by its full path, as fs errors do. */
+  private at<T>(name: string, syscall: () => T): T {
+    try {
+      return syscall();
+    } catch (err) {
+      if (typeof err === 'object' && err !== null) (err as NodeJS.ErrnoException).path = `${this.disk}/${name}`;
+      throw err;
+    }
+  }
+
+  /** lstat of an entry; undefined when it does not exist. */
+  lstat(name: string): Stats | undefined {
+    let fd: number;
+    try {
+      fd = kernelHasOpenat2()
+        ? addon.openat2(this.fd, name, IN.O_PATH | constants.O_NOFOLLOW, 0, ENTRY_ONLY)
+        : openSync(this.viaFd(name), IN.O_PATH | constants.O_NOFOLLOW);
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return undefined;
+      throw err;
+    }
+    try {
+      return fstatSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  rename(from: string, to: string, flags = 0): void {
+    this.at(to, () => addon.renameat2(this.fd, from, this.fd, to, flags));
+  }
+
+  unlink(name: string): void {
+    this.at(name, () => addon.unlinkat(this.fd, name, 0));
+  }
+
+  symlink(target: string, name: string): void {
+    this.at(name, () => addon.symlinkat(target, this.fd, name));
+  }
+
+  readlink(name: string): string {
+    return this.at(name, () => addon.readlinkat(this.fd, name));
+  }
+
+  list(): string[] {
+    return readdirSync(this.viaFd());
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    closeSync(this.fd);
+  }
+}
+
+/** Runs `fn` with `dir`, closing it afterwards whatever happens. */
+export async function withDir<T>(dir: Dir, fn: (dir: Dir) => Promise<T> | T): Promise<T> {
+  try {
+    return await fn(dir);
+  } finally {
+    dir.close();
+  }
+}
