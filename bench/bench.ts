@@ -21,7 +21,7 @@ import type { WriterJob, WriterResult } from './writer.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..', '..');
-const cli = path.join(repo, 'dist', 'src', 'cli.js');
+const cli = path.join(repo, 'dist', 'cni-chainer.mjs');
 
 function option(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);

@@ -12,7 +12,7 @@ import type { WatchEvent } from '../src/watch/watcher.js';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const fixtures = path.join(repo, 'test', 'fixtures');
-const cli = path.join(repo, 'dist', 'src', 'cli.js');
+const cli = path.join(repo, 'dist', 'cni-chainer.mjs');
 const keep = process.argv.includes('--keep');
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'cni-chainer-demo-'));

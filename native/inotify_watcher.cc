@@ -46,7 +46,19 @@ void OnHandleClosed(uv_handle_t* handle) {
 
 void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
   auto* state = static_cast<PollState*>(handle->data);
-  if (state->owner != nullptr) state->owner->Drain(status);
+  if (state->owner == nullptr) return;
+  // This is a libuv callback: no C++ exception may unwind into libuv. node-addon-api throws when a
+  // JavaScript value cannot be made (out of memory, an environment shutting down); such an error is
+  // reported as Node reports any uncaught one, and the watcher stays usable for the next wakeup.
+  Napi::HandleScope scope(state->env);
+  try {
+    state->owner->Drain(status);
+  } catch (const Napi::Error& error) {
+    napi_value value = error.Value();
+    if (value != nullptr) napi_fatal_exception(state->env, value);
+  } catch (...) {
+    // std::bad_alloc from the event batch: the events stay queued in the kernel for the next wakeup.
+  }
 }
 
 void OnEnvCleanup(napi_async_cleanup_hook_handle /*handle*/, void* arg) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point: argument parsing and exit codes. 0 ok, 1 failure (or `check`: not chained), 2 bad usage
 // or configuration.
+import './memory-flags.js';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
 import { createLogger } from './log.js';

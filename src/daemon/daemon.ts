@@ -4,11 +4,10 @@
 // One explicit phase instead of loose flags:
 //   starting → active ⇄ passive (another live instance owns the node) → stopping → stopped
 // net.d's watch, the ownership rule, fights and symlinks each live in their own module.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { ChainedPlugin } from '../cni/conflist.js';
-import { isConfigName } from '../cni/names.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import type { Dir } from '../fs/dir.js';
 import { HostRoot } from '../fs/host-root.js';
@@ -20,7 +19,7 @@ import { installBinaries, removeBinaries } from './binaries.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { Metrics } from './metrics.js';
 import { NetDirWatch, watchFailureReason } from './net-dir-watch.js';
-import { isOwnRename, ownRenameCookies } from './own-renames.js';
+import { OwnRenames } from './own-renames.js';
 import { HEARTBEAT_MS, OWNER_FILE_NAME, Ownership } from './ownership.js';
 import { Readiness } from './readiness.js';
 import { Reconciler } from './reconciler.js';
@@ -51,6 +50,7 @@ export class Daemon {
   private readonly kubeconfig: KubeconfigFile;
   private readonly ownership: Ownership;
   private readonly settle = new SettleTimers();
+  private readonly ownRenames = new OwnRenames();
   // Token rotation and binary checks come in bursts of events: one run at a time, coalesced.
   private readonly chores = new CoalescingQueue(
     (chore) => (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries()),
@@ -162,17 +162,24 @@ export class Daemon {
 
   /** The disk path of a directory inside the root, created (inside the root) when missing. */
   private ensureDir(hostPath: string): string {
-    let disk = this.root.dirOnDisk(hostPath);
-    if (disk !== undefined) return disk;
-    const resolved = this.root.resolve(hostPath);
-    if (!resolved.ok && resolved.code === 'ENOENT') {
-      // Create the missing levels below the first missing path, which is inside the root by construction.
-      const rest = path.posix.relative(resolved.path, path.posix.resolve(hostPath));
-      mkdirSync(this.root.toDisk(path.posix.join(resolved.path, rest)), { recursive: true });
-      disk = this.root.dirOnDisk(hostPath);
+    // One missing level at a time, each created inside its parent as the kernel resolved it inside
+    // the root: an absolute symlink on the way (/opt/cni/bin -> /x) means the host's /x, never the
+    // container's.
+    for (let level = 0; level < 64; level++) {
+      const disk = this.root.dirOnDisk(hostPath);
+      if (disk !== undefined) return disk;
+      const resolved = this.root.resolve(hostPath);
+      if (resolved.ok || resolved.code !== 'ENOENT') break;
+      const parent = this.root.openDir(path.posix.dirname(resolved.path));
+      try {
+        parent.mkdir(path.posix.basename(resolved.path));
+      } catch (err) {
+        if (errnoCode(err) !== 'EEXIST') throw err;
+      } finally {
+        parent.close();
+      }
     }
-    if (disk === undefined) throw Object.assign(new Error(`${hostPath} is not a directory inside the host root`), { code: 'ENOTDIR' });
-    return disk;
+    throw Object.assign(new Error(`${hostPath} is not a directory inside the host root`), { code: 'ENOTDIR' });
   }
 
   /** Stops watching; unless another instance owns the node, removes everything `run` installed. */
@@ -221,11 +228,11 @@ export class Daemon {
 
   private onEvents(events: WatchEvent[]): void {
     if (this.phase === 'stopping' || this.phase === 'stopped') return;
-    const ownCookies = ownRenameCookies(events);
+    this.ownRenames.observe(events);
     const netDirDisk = this.netDir.disk;
     for (const event of events) {
       this.metrics.countEvent(event.kind);
-      if (isOwnRename(event, ownCookies)) continue;
+      if (this.ownRenames.isOwn(event)) continue;
       if (event.kind === 'overflow') {
         this.metrics.overflows.inc();
         this.log.warn('inotify queue overflowed: rescanning');
@@ -261,7 +268,7 @@ export class Daemon {
       void this.syncKubeconfig();
       return;
     }
-    if (isConfigName(name, this.config.suffixes) && !event.isDir) this.onConfigEvent(event);
+    if (this.reconciler.concerns(name) && !event.isDir) this.onConfigEvent(event);
     // A symlink target that lives in net.d under a non-config name (05-cilium.conflist-current).
     for (const link of this.reconciler.targets.linksTo(event.dir, name)) this.reconciler.trigger(link);
   }

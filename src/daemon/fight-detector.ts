@@ -32,7 +32,6 @@ export interface RevertVerdict {
 }
 
 interface FileState {
-  lastWrite: number | undefined;
   streak: number;
   lastReactive: number;
   level: number;
@@ -40,7 +39,8 @@ interface FileState {
 }
 
 export class FightDetector {
-  private readonly files = new Map<string, FileState>();
+  private readonly files = new Map<string, FileState>(); // only files that were ever reverted
+  private readonly lastWrite = new Map<string, number>(); // our last write per file, until its revert
 
   constructor(
     readonly policy: FightPolicy = DEFAULT_FIGHT_POLICY,
@@ -50,7 +50,7 @@ export class FightDetector {
   private state(key: string): FileState {
     let state = this.files.get(key);
     if (state === undefined) {
-      state = { lastWrite: undefined, streak: 0, lastReactive: -Infinity, level: 0, until: 0 };
+      state = { streak: 0, lastReactive: -Infinity, level: 0, until: 0 };
       this.files.set(key, state);
     }
     return state;
@@ -58,15 +58,16 @@ export class FightDetector {
 
   /** Our patch of `key` landed now. */
   wrote(key: string): void {
-    this.state(key).lastWrite = this.now();
+    this.lastWrite.set(key, this.now());
   }
 
   /** We found our patch of `key` replaced by an unpatched version. */
   reverted(key: string): RevertVerdict {
     const now = this.now();
     const state = this.state(key);
-    const reactive = state.lastWrite !== undefined && now - state.lastWrite <= this.policy.reactiveMs;
-    state.lastWrite = undefined; // one revert per write of ours
+    const lastWrite = this.lastWrite.get(key);
+    const reactive = lastWrite !== undefined && now - lastWrite <= this.policy.reactiveMs;
+    this.lastWrite.delete(key); // one revert per write of ours
     if (now - state.lastReactive > this.policy.calmMs) {
       state.level = 0;
       state.streak = 0;
@@ -96,5 +97,6 @@ export class FightDetector {
 
   forget(key: string): void {
     this.files.delete(key);
+    this.lastWrite.delete(key);
   }
 }

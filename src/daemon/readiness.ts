@@ -9,6 +9,7 @@ export type ConfigStatus =
   | 'loop'
   | 'not-regular'
   | 'backoff'
+  | 'unmanaged' // the runtime may load it (libcni: .conf, .conflist, .json), but CNI_CONF_SUFFIXES leaves it out
   | 'too-large' // over MAX_CONFIG_BYTES: never read whole, never patched
   | 'conflict' // X.conf and X.conflist both present: the upgrade would overwrite the conflist
   | 'error';

@@ -11,7 +11,7 @@ import type { Stats } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { planPatch, type ChainedPlugin } from '../cni/conflist.js';
-import { conflistName, isConfigName, libcniOrder } from '../cni/names.js';
+import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
 import { touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
 import type { Dir } from '../fs/dir.js';
@@ -85,6 +85,11 @@ export class Reconciler {
     this.targets.setNetDir(netDirOnDisk);
   }
 
+  /** A name a pass looks at: a config, or a file the runtime may load that is not one of ours. */
+  concerns(name: string): boolean {
+    return isConfigName(name, this.deps.config.suffixes) || (isLibcniName(name) && !name.startsWith('.'));
+  }
+
   /** Schedules a pass of config `name` (it starts now unless one is running or the bound is reached). */
   trigger(name: string): void {
     if (!this.firstEvent.has(name)) this.firstEvent.set(name, process.hrtime.bigint());
@@ -100,7 +105,7 @@ export class Reconciler {
       if (isMissing(err)) return 0;
       throw err;
     }
-    const present = new Set(names.filter((n) => isConfigName(n, this.deps.config.suffixes)));
+    const present = new Set(names.filter((n) => this.concerns(n)));
     for (const known of this.deps.readiness.names()) if (!present.has(known)) this.forget(known);
     for (const name of present) this.trigger(name);
     return present.size;
@@ -136,7 +141,7 @@ export class Reconciler {
     if (!this.deps.isActive()) return;
     let netDir: Dir;
     try {
-      netDir = this.deps.root.openDir(this.deps.config.netDir);
+      netDir = this.deps.root.openDir(this.deps.config.netDir, this.netDirOnDisk);
     } catch (err) {
       if (isMissing(err)) return; // net.d is gone: the daemon re-arms and rescans
       throw err;
@@ -172,7 +177,7 @@ export class Reconciler {
         return;
     }
     const content = read.bytes;
-    const fileKey = path.join(source.dir.disk, source.name);
+    const fileKey = `${source.dir.disk}/${source.name}`;
     const digest = sha256(content);
     if (this.lastWritten.get(fileKey) === digest) {
       this.chained(name); // the event of our own write
@@ -233,6 +238,17 @@ export class Reconciler {
       if (config.scope === 'primary') this.scan();
       return undefined;
     }
+    if (!link.isFile() && !link.isSymbolicLink()) {
+      // Directories, FIFOs and devices are never configs: libcni skips them too (and a FIFO must
+      // never be opened for reading, which would block).
+      this.forget(name);
+      return undefined;
+    }
+    if (!isConfigName(name, config.suffixes)) {
+      this.targets.remove(name);
+      readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${config.suffixes.join(',')}) leaves it out`);
+      return undefined;
+    }
     if (config.scope === 'primary' && name !== this.primaryName(netDir)) {
       readiness.set(name, 'out-of-scope');
       return undefined;
@@ -240,11 +256,6 @@ export class Reconciler {
     if (link.isFile()) {
       this.targets.remove(name);
       return { dir: netDir, name };
-    }
-    if (!link.isSymbolicLink()) {
-      this.targets.remove(name);
-      this.problem(name, 'not-regular', 'not a regular file or symlink');
-      return undefined;
     }
     const { root } = this.deps;
     const linkText = netDir.readlink(name);
@@ -312,6 +323,8 @@ export class Reconciler {
     }
     this.lastWritten.set(path.join(netDir.disk, destName), sha256(text));
     this.upgraded.set(destName, sha256(text));
+    // The .conf is gone once converted: its re-creation is a revert, counted like any other.
+    this.lastWritten.set(fileKey, 'converted');
     this.fights.wrote(fileKey);
     let removed: boolean;
     if (source.linkText !== undefined) {
@@ -344,6 +357,7 @@ export class Reconciler {
     }
     const left = this.fights.backoffLeft(fileKey);
     if (left === 0) return false;
+    this.deps.log.debug({ file: name, backoffMs: left }, 'backing off');
     this.deps.metrics.backoffs.inc();
     this.deps.readiness.set(name, 'backoff', `patch reverted within milliseconds of each write; next try in ${left} ms`);
     this.retryLater(name, left);
@@ -387,8 +401,12 @@ export class Reconciler {
   }
 
   private primaryName(netDir: Dir): string | undefined {
-    // Only regular files and symlinks count: libcni skips directories (and so must readiness).
-    const names = netDir.list().filter((n) => isConfigName(n, this.deps.config.suffixes) && !netDir.lstat(n)?.isDirectory());
+    // Only regular files and symlinks count: libcni skips directories (and so must the scope).
+    const names = netDir.list().filter((n) => {
+      if (!isConfigName(n, this.deps.config.suffixes)) return false;
+      const st = netDir.lstat(n);
+      return st !== undefined && (st.isFile() || st.isSymbolicLink());
+    });
     return libcniOrder(names)[0];
   }
 }

@@ -2,7 +2,7 @@
 // once (by HostRoot, inside the host root) and every create, exchange, rename, unlink and symlink then
 // names an entry of *that* directory inode: a path component swapped for a symlink afterwards cannot
 // redirect the operation anywhere else (DESIGN §3 "Writing").
-import { closeSync, constants, fstatSync, openSync, readdirSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
 import { addon, IN } from '../watch/addon.js';
 import { errnoCode } from './errno.js';
 
@@ -95,6 +95,11 @@ export class Dir {
 
   readlink(name: string): string {
     return this.at(name, () => addon.readlinkat(this.fd, name));
+  }
+
+  /** Creates directory `name` here (mkdirat through the fd's magic link: Node has no mkdirat). */
+  mkdir(name: string, mode = 0o755): void {
+    this.at(name, () => mkdirSync(this.viaFd(name), { mode }));
   }
 
   list(): string[] {

@@ -25,19 +25,22 @@ export class HostRoot {
    * Opens the directory at `hostPath` inside the root. Throws ENOENT/ENOTDIR/ELOOP like open(2) when it
    * does not resolve to a directory inside the root.
    */
-  openDir(hostPath: string): Dir {
+  openDir(hostPath: string, disk?: string): Dir {
     const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK;
     if (this.kernelConfined) {
       this.rootFd ??= openSync(this.dir, flags);
-      const relative = path.posix.relative('/', path.posix.resolve('/', hostPath)) || '.';
+      const relative = hostPath === '/' ? '.' : hostPath.slice(1);
       const fd = addon.openat2(this.rootFd, relative, flags, 0, IN.RESOLVE_IN_ROOT | IN.RESOLVE_NO_MAGICLINKS);
+      // The disk path only names the directory (logs, shared fsyncs): a caller that knows it saves
+      // the userland lookup; the confinement is the kernel's either way.
+      if (disk !== undefined) return new Dir(fd, disk);
       const resolved = this.resolve(hostPath);
       return new Dir(fd, this.toDisk(resolved.ok ? resolved.path : hostPath));
     }
     const resolved = this.resolve(hostPath);
     if (!resolved.ok) throw Object.assign(new Error(`${resolved.code}: cannot resolve ${hostPath} inside the host root`), { code: resolved.code, path: hostPath });
-    const disk = this.toDisk(resolved.path);
-    return new Dir(openSync(disk, flags | constants.O_NOFOLLOW), disk);
+    const resolvedDisk = this.toDisk(resolved.path);
+    return new Dir(openSync(resolvedDisk, flags | constants.O_NOFOLLOW), resolvedDisk);
   }
 
   /** `/etc/cni/net.d` → `<prefix>/etc/cni/net.d`. */

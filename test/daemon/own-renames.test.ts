@@ -2,7 +2,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempNameFor } from '../../src/cni/names.js';
-import { isOwnRename, ownRenameCookies } from '../../src/daemon/own-renames.js';
+import { OwnRenames } from '../../src/daemon/own-renames.js';
 import { addon, IN } from '../../src/watch/addon.js';
 import { NativeWatcher } from '../../src/watch/native.js';
 import type { WatchEvent } from '../../src/watch/watcher.js';
@@ -23,9 +23,10 @@ describe('own renames', () => {
     writeFileSync(path.join(dir, '.writer'), 'v2');
     renameSync(path.join(dir, '.writer'), config); // how a primary CNI lands a rewrite
     await inbox.until((e) => e.kind === 'moved-out' && e.name === '.writer', "the writer's rename");
-    const cookies = ownRenameCookies(inbox.items);
+    const own = new OwnRenames();
+    own.observe(inbox.items);
     const configSide = inbox.items.filter((e) => e.name === '10-calico.conflist' && (e.kind === 'moved-in' || e.kind === 'moved-out'));
-    expect(configSide.map((e) => [e.kind, isOwnRename(e, cookies)])).toEqual([
+    expect(configSide.map((e) => [e.kind, own.isOwn(e)])).toEqual([
       ['moved-in', true],
       ['moved-out', true],
       ['moved-in', false],
@@ -34,17 +35,29 @@ describe('own renames', () => {
   });
 
   it("does not take another instance's rename for our own", () => {
-    const other = '.a.conflist.cni-chainer-0123456789ab-7.tmp';
+    const other = '.a.conflist.cni-chainer-0123456789ab-7-000000000000-new.tmp';
     const events: WatchEvent[] = [
       { kind: 'moved-out', dir: '/d', name: other, cookie: 9, isDir: false },
       { kind: 'moved-in', dir: '/d', name: 'a.conflist', cookie: 9, isDir: false },
     ];
-    expect(isOwnRename(events[1]!, ownRenameCookies(events))).toBe(false);
+    const own = new OwnRenames();
+    own.observe(events);
+    expect(own.isOwn(events[1]!)).toBe(false);
   });
 
   it('never matches events without a cookie (the parcel backend has none)', () => {
     const event: WatchEvent = { kind: 'moved-in', dir: '/d', name: 'a.conflist', cookie: 0, isDir: false };
     const tmp: WatchEvent = { kind: 'moved-out', dir: '/d', name: tempNameFor('a.conflist'), cookie: 0, isDir: false };
-    expect(isOwnRename(event, ownRenameCookies([tmp, event]))).toBe(false);
+    const own = new OwnRenames();
+    own.observe([tmp, event]);
+    expect(own.isOwn(event)).toBe(false);
+  });
+
+  it('recognises a rename whose halves arrive in two reads of the inotify fd', () => {
+    const own = new OwnRenames();
+    own.observe([{ kind: 'moved-out', dir: '/d', name: tempNameFor('a.conflist'), cookie: 77, isDir: false }]); // first read ends here
+    const second: WatchEvent = { kind: 'moved-in', dir: '/d', name: 'a.conflist', cookie: 77, isDir: false };
+    own.observe([second]);
+    expect(own.isOwn(second)).toBe(true);
   });
 });

@@ -4,6 +4,6 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const addonFile = path.join(repoRoot, 'build', 'Release', 'inotify.node');
-export const cliFile = path.join(repoRoot, 'dist', 'src', 'cli.js');
+export const cliFile = path.join(repoRoot, 'dist', 'cni-chainer.mjs');
 
 if (!existsSync(addonFile)) throw new Error(`addon not built: ${addonFile} (run npm ci)`);

@@ -2,6 +2,7 @@
 // with a fake plugin binary, a service-account dir, and the real CLI run against it as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import type { JsonObject } from '../../src/cni/json.js';
@@ -55,6 +56,24 @@ export class DaemonProcess {
     this.child.kill(signal);
     return this.exited;
   }
+}
+
+/** A TCP port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** GET from the daemon's health server. */
+export async function probe(port: number, what: '/healthz' | '/readyz' | '/metrics'): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${what}`);
+  return { status: res.status, body: await res.text() };
 }
 
 export class NodeHost {
@@ -136,8 +155,10 @@ export class NodeHost {
     return this.read(file).includes(`"${String(this.plugin.type)}"`);
   }
 
-  start(extra: NodeJS.ProcessEnv = {}, args: string[] = ['run']): DaemonProcess {
-    const child = spawn(process.execPath, [cliFile, ...args], { env: this.env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+  /** Starts the CLI; `prefix` runs it through a wrapper such as `prlimit --nofile=256`. */
+  start(extra: NodeJS.ProcessEnv = {}, args: string[] = ['run'], prefix: string[] = []): DaemonProcess {
+    const [command, ...rest] = [...prefix, process.execPath, cliFile, ...args];
+    const child = spawn(command!, rest, { env: this.env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
     return new DaemonProcess(child);
   }
 

@@ -1,0 +1,458 @@
+// The hardened lifecycle (issue 7): a hostile or broken node, the real CLI, the real kernel. Each test
+// names the item of the issue it reproduces; each failed on version 0.1.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fixture } from '../helpers/fixtures.js';
+import { freePort, NodeHost, probe } from '../helpers/node-host.js';
+import { waitFor } from '../helpers/wait.js';
+
+const canUnshare = spawnSync('unshare', ['-Ur', 'true']).status === 0;
+const canChattr = (() => {
+  const host = new NodeHost();
+  const ok = spawnSync('chattr', ['+i', host.netDir]).status === 0;
+  spawnSync('chattr', ['-i', host.netDir]);
+  return ok;
+})();
+
+function mkfifo(file: string): void {
+  execFileSync('mkfifo', [file]);
+}
+
+function temps(dir: string): string[] {
+  return readdirSync(dir).filter((n) => n.includes('.cni-chainer-'));
+}
+
+/** Peak resident set of a live process, in MiB (VmHWM). */
+function peakRssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+}
+
+describe('hangs and crashes', () => {
+  it('1. FIFOs at the owner file, the kubeconfig, the plugin binary and a config name block nothing', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    mkfifo(host.net('.cni-chainer.owner'));
+    mkfifo(host.net('ZZZ-linkerd-cni-kubeconfig'));
+    mkdirSync(host.binDir, { recursive: true });
+    mkfifo(path.join(host.binDir, 'linkerd-cni'));
+    mkfifo(host.net('20-fifo.conflist'));
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    // The FIFOs at fixed names were replaced by our files; the FIFO config name is no config at all.
+    expect(readFileSync(host.net('ZZZ-linkerd-cni-kubeconfig'), 'utf8')).toContain('token-1');
+    expect(readFileSync(path.join(host.binDir, 'linkerd-cni'), 'utf8')).toContain('linkerd-cni');
+    expect((await probe(port, '/healthz')).status).toBe(200);
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready: a FIFO is not a config');
+    expect((await daemon.stop()).code).toBe(0);
+  });
+
+  it('1. a config swapped for a FIFO after it was listed does not block a pass', async () => {
+    const host = new NodeHost();
+    const daemon = await host.started();
+    for (let i = 0; i < 20; i++) {
+      host.putFixture('10-flannel.conflist', `1${i}-x.conflist`);
+      rmSync(host.net(`1${i}-x.conflist`));
+      mkfifo(host.net(`1${i}-x.conflist`));
+    }
+    host.putFixture('10-aws.conflist', '99-control.conflist');
+    await waitFor(() => host.isChained('99-control.conflist'), 'a later config still chained');
+    expect((await daemon.stop()).code).toBe(0);
+  });
+
+  it('2. the owner file and the kubeconfig as links to /dev/zero: bounded reads, memory stays flat', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    symlinkSync('/dev/zero', host.net('.cni-chainer.owner'));
+    symlinkSync('/dev/zero', host.net('ZZZ-linkerd-cni-kubeconfig'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect(readFileSync(host.net('ZZZ-linkerd-cni-kubeconfig'), 'utf8')).toContain('token-1');
+    expect(peakRssMiB(daemon.child.pid!)).toBeLessThan(150);
+    expect((await daemon.stop()).code).toBe(0);
+  });
+
+  it.skipIf(!canUnshare)('3. the watch limit hit for a symlink target directory is a status, not a crash', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    mkdirSync(host.disk('/var/lib/cni-a'), { recursive: true });
+    host.put(host.disk('/var/lib/cni-a/net.conflist'), fixture('10-aws.conflist'));
+    // Watches: the service-account dir, the bin dir, net.d and its three ancestors (the host root, /etc,
+    // /etc/cni) = 6; the target's dir would be the 7th.
+    const daemon = host.start({ HEALTH_PORT: '0' }, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 6 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
+    await daemon.waitLog('started');
+    symlinkSync('/var/lib/cni-a/net.conflist', host.net('05-a.conflist'));
+    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.includes('fs.inotify.max_user_watches'));
+    await waitFor(() => host.isChained(host.disk('/var/lib/cni-a/net.conflist')), 'the target is still chained');
+    expect(daemon.child.exitCode).toBe(null);
+    expect(temps(host.netDir)).toEqual([]);
+    expect((await daemon.stop()).code).toBe(0);
+  });
+
+  it('4. RLIMIT_NOFILE 256 and 3,000 configs: every config chained, no temp file left', async () => {
+    const host = new NodeHost();
+    for (let i = 0; i < 3000; i++) writeFileSync(host.net(`c${String(i).padStart(4, '0')}.conflist`), fixture('10-flannel.conflist'));
+    const daemon = host.start({ RESYNC_INTERVAL_S: '1', LOG_LEVEL: 'warn' }, ['run'], ['prlimit', '--nofile=256:256', '--']);
+    await waitFor(() => {
+      for (let i = 0; i < 3000; i += 1) if (!host.read(`c${String(i).padStart(4, '0')}.conflist`).includes('linkerd-cni')) return false;
+      return true;
+    }, 'all 3,000 chained', 60_000);
+    expect(daemon.child.exitCode).toBe(null);
+    expect(temps(host.netDir)).toEqual([]);
+    expect((await daemon.stop()).code).toBe(0);
+  }, 120_000);
+
+  // Version 0.1 peaked at 140 MB here, above the manifest's 128Mi limit. Now ~95-98 MiB (VmHWM, of which
+  // ~50 MiB are the node binary's own mapped pages); the bound asserted leaves room for this machine's
+  // noise, the measured figure is in the README.
+  it('5. 10,000 configs and a 20 MB config: peak RSS well under the 128Mi limit, the others chained', async () => {
+    const host = new NodeHost();
+    const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(20 << 20) }] });
+    writeFileSync(host.net('00-big.conflist'), big);
+    for (let i = 0; i < 10_000; i++) writeFileSync(host.net(`c${String(i).padStart(5, '0')}.conflist`), fixture('10-flannel.conflist'));
+    // MALLOC_ARENA_MAX=2 as the image sets it (glibc would give each libuv pool thread its own arena).
+    const daemon = host.start({ LOG_LEVEL: 'warn', MALLOC_ARENA_MAX: '2' });
+    await waitFor(() => host.read('c09999.conflist').includes('linkerd-cni') && host.read('c00000.conflist').includes('linkerd-cni'), 'chained', 90_000);
+    await daemon.waitLog((l) => l.status === 'too-large' && l.file === '00-big.conflist');
+    expect(host.read('00-big.conflist')).toBe(big);
+    expect(peakRssMiB(daemon.child.pid!)).toBeLessThan(110);
+    await daemon.stop();
+  }, 180_000);
+});
+
+describe('readiness that never lies', () => {
+  it.skipIf(!canUnshare)('6. a net.d watch the kernel refuses at start: exit 1 naming the sysctl, never "ready"', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = host.start({}, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 2 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
+    const { code } = await daemon.exited;
+    expect(code).toBe(1);
+    expect(daemon.logs.items.some((l) => String(l.err).includes('fs.inotify.max_user_watches'))).toBe(true);
+    expect(daemon.count('ready: every config is chained')).toBe(0);
+    expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
+  });
+
+  it('6. net.d a symlink loop: not ready with that reason, and chained once it is fixed', async () => {
+    const host = new NodeHost({ netDir: false });
+    mkdirSync(path.dirname(host.netDir), { recursive: true });
+    symlinkSync('net.d', host.netDir);
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
+    const r = await probe(port, '/readyz');
+    expect(r.status).toBe(503);
+    expect(r.body).toContain('ELOOP');
+    expect((await probe(port, '/healthz')).status).toBe(200); // the path to it is watched
+    rmSync(host.netDir);
+    mkdirSync(host.netDir);
+    host.putFixture('10-flannel.conflist');
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained once net.d is a directory');
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  });
+
+  it.skipIf(!canChattr)('7. net.d read-only at start: not ready, naming the reason; chained once writable', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    expect(spawnSync('chattr', ['+i', host.netDir]).status).toBe(0);
+    const port = await freePort();
+    try {
+      await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '1' });
+      const r = await probe(port, '/readyz');
+      expect(r.status).toBe(503);
+      expect(r.body).toMatch(/owner file: EPERM|10-flannel.conflist: error/);
+    } finally {
+      spawnSync('chattr', ['-i', host.netDir]);
+    }
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained by the resync once writable');
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  });
+
+  it('8. an ancestor of net.d replaced (mv /etc/cni /etc/cni.old; mkdir -p /etc/cni/net.d): re-armed at once', async () => {
+    const host = new NodeHost();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '0' });
+    renameSync(host.disk('/etc/cni'), host.disk('/etc/cni.old'));
+    mkdirSync(host.netDir, { recursive: true });
+    host.putFixture('10-flannel.conflist');
+    // No resync runs: only the ancestor watch can see this.
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'a config in the new net.d chained', 5_000);
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    expect(daemon.child.exitCode).toBe(null);
+  });
+
+  it('9. a symlink target directory replaced while events are queued is watched again', async () => {
+    const host = new NodeHost();
+    const target = host.disk('/var/lib/cni-t');
+    mkdirSync(target, { recursive: true });
+    host.put(path.join(target, 'net.conflist'), fixture('10-flannel.conflist'));
+    symlinkSync('/var/lib/cni-t/net.conflist', host.net('05-t.conflist'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained(path.join(target, 'net.conflist')), 'target chained');
+    daemon.child.kill('SIGSTOP');
+    try {
+      renameSync(target, `${target}.old`);
+      mkdirSync(target);
+      host.put(path.join(target, 'net.conflist'), fixture('10-aws.conflist'));
+    } finally {
+      daemon.child.kill('SIGCONT');
+    }
+    await waitFor(() => host.isChained(path.join(target, 'net.conflist')), 'the new target chained');
+    // And the new directory is watched: a later rewrite of the target is seen without a resync.
+    host.put(path.join(target, 'net.conflist'), fixture('10-calico.conflist'));
+    await waitFor(() => host.isChained(path.join(target, 'net.conflist')) && host.read(path.join(target, 'net.conflist')).includes('calico'), 'rewrite re-chained');
+  });
+
+  it('10. readiness agrees with the runtime: .json counts, a directory named y.conflist does not', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    mkdirSync(host.net('y.conflist'));
+    host.putFixture('10-aws.conflist', '20-extra.json');
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
+    const r = await probe(port, '/readyz');
+    expect(r.status).toBe(503);
+    expect(r.body).toContain('20-extra.json: unmanaged');
+    expect(r.body).not.toContain('y.conflist');
+    rmSync(host.net('20-extra.json'));
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready without the .json');
+  });
+
+  it('10. CNI_PATCH_SCOPE=primary never takes a directory for the primary', async () => {
+    const host = new NodeHost();
+    mkdirSync(host.net('00-dir.conflist'));
+    host.putFixture('10-flannel.conflist');
+    await host.started({ CNI_PATCH_SCOPE: 'primary' });
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'the first regular config is the primary');
+  });
+});
+
+describe('nodes never left broken', () => {
+  it('11. rollback: the older instance takes the node back within seconds when the newer one exits', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const a = await host.started();
+    const b = await host.started();
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    expect((await b.stop()).code).toBe(0); // B's cleanup removes the plugin, binary and kubeconfig
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 15_000);
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained again by A');
+    await waitFor(() => existsSync(path.join(host.binDir, 'linkerd-cni')) && existsSync(host.net('ZZZ-linkerd-cni-kubeconfig')), 'binary and kubeconfig back');
+    host.putFixture('10-aws.conflist');
+    await waitFor(() => host.isChained('10-aws.conflist'), 'new configs chained by A');
+  });
+
+  it('11. rollback after the newer instance was killed: taken back once its heartbeat stops', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const a = await host.started();
+    const b = await host.started();
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    await b.stop('SIGKILL');
+    host.putFixture('10-aws.conflist');
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 20_000);
+    await waitFor(() => host.isChained('10-aws.conflist'), 'chained by A');
+  }, 30_000);
+
+  it.skipIf(!canChattr)('12. SIGTERM when unchaining fails: binary and kubeconfig kept, exit 1 naming the files', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect(spawnSync('chattr', ['+i', host.netDir]).status).toBe(0);
+    try {
+      const { code } = await daemon.stop();
+      expect(code).toBe(1);
+      const line = daemon.logs.items.find((l) => l.msg === 'stopped, but the plugin is still in these configs: binaries and kubeconfig kept');
+      expect(line?.files).toEqual(['10-flannel.conflist']);
+      expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(true);
+      expect(host.holdsPlugin('10-flannel.conflist')).toBe(true);
+      const uninstall = await host.cli(['uninstall']);
+      expect(uninstall.code).toBe(1);
+      expect(uninstall.stderr).toContain('10-flannel.conflist');
+      expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(true);
+    } finally {
+      spawnSync('chattr', ['-i', host.netDir]);
+    }
+  });
+
+  it('12. check notices a missing plugin binary', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect((await host.cli(['check'])).code).toBe(0);
+    await daemon.stop('SIGKILL');
+    rmSync(path.join(host.binDir, 'linkerd-cni'));
+    const check = await host.cli(['check']);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('plugin binary /opt/cni/bin/linkerd-cni: MISSING');
+  });
+
+  it('13. SIGTERM then SIGINT: one cleanup, finished, exit 0', async () => {
+    const host = new NodeHost();
+    for (let i = 0; i < 300; i++) writeFileSync(host.net(`c${i}.conflist`), fixture('10-flannel.conflist'));
+    const daemon = await host.started({ LOG_LEVEL: 'info' });
+    await waitFor(() => host.isChained('c299.conflist') && host.isChained('c0.conflist'), 'chained');
+    daemon.child.kill('SIGTERM');
+    daemon.child.kill('SIGINT');
+    const { code } = await daemon.exited;
+    expect(code).toBe(0);
+    expect(daemon.count('stopping')).toBe(1);
+    for (let i = 0; i < 300; i++) expect(host.read(`c${i}.conflist`)).toBe(fixture('10-flannel.conflist'));
+    expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(false);
+  });
+
+  it('13. SIGTERM unchains the former target of a retargeted link', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist', 'a.conflist-v1');
+    host.putFixture('10-aws.conflist', 'a.conflist-v2');
+    symlinkSync('a.conflist-v1', host.net('10-a.conflist'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('a.conflist-v1'), 'v1 chained');
+    symlinkSync('a.conflist-v2', host.net('.new-link'));
+    renameSync(host.net('.new-link'), host.net('10-a.conflist'));
+    await waitFor(() => host.isChained('a.conflist-v2'), 'v2 chained');
+    expect((await daemon.stop()).code).toBe(0);
+    expect(host.read('a.conflist-v1')).toBe(fixture('10-flannel.conflist'));
+    expect(host.read('a.conflist-v2')).toBe(fixture('10-aws.conflist'));
+  });
+
+  it('13. SIGTERM with 10,000 configs finishes within the default deadline', async () => {
+    const host = new NodeHost();
+    for (let i = 0; i < 10_000; i++) writeFileSync(host.net(`c${String(i).padStart(5, '0')}.conflist`), fixture('10-flannel.conflist'));
+    const daemon = host.start({ LOG_LEVEL: 'warn' });
+    await waitFor(() => host.read('c09999.conflist').includes('linkerd-cni') && host.read('c00000.conflist').includes('linkerd-cni'), 'chained', 90_000);
+    const { code } = await daemon.stop();
+    expect(code).toBe(0);
+    const still = readdirSync(host.netDir).filter((n) => n.endsWith('.conflist') && host.holdsPlugin(n));
+    expect(still).toEqual([]);
+    expect(temps(host.netDir)).toEqual([]);
+  }, 180_000);
+
+  it('14. temp files a SIGKILL left behind are swept at the next start', async () => {
+    const host = new NodeHost();
+    for (let i = 0; i < 200; i++) writeFileSync(host.net(`c${i}.conflist`), fixture('10-flannel.conflist'));
+    // Stale temps of a dead instance (other token), of both kinds: an unlanded patch and a landed exchange.
+    const stale = ['.c1.conflist.cni-chainer-0123456789ab-1-000000000000-new.tmp', '.c2.conflist.cni-chainer-0123456789ab-2-000000000000-new.tmp'];
+    for (const name of stale) writeFileSync(host.net(name), 'leftover');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('c199.conflist'), 'chained');
+    expect(temps(host.netDir)).toEqual([]);
+    await daemon.stop();
+  });
+});
+
+describe('fights', () => {
+  it('15. a primary rewriting every 100 ms for 5 s is never backed off, and chained after each rewrite', async () => {
+    const host = new NodeHost();
+    const daemon = await host.started({ LOG_LEVEL: 'info' });
+    const original = fixture('10-aws.conflist');
+    let unchainedAfter = 0;
+    for (let i = 0; i < 50; i++) {
+      host.put('10-aws.conflist', original);
+      await new Promise((r) => setTimeout(r, 100));
+      if (!host.isChained('10-aws.conflist')) unchainedAfter++;
+    }
+    expect(unchainedAfter).toBe(0);
+    expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'))).toEqual([]);
+    expect(daemon.count('chained plugin into config')).toBe(50);
+  }, 20_000);
+
+  it('15. a primary reverting within milliseconds backs off, doubling, with one warning', async () => {
+    const host = new NodeHost();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    const original = fixture('10-aws.conflist');
+    host.put('10-aws.conflist', original);
+    const fighter = host.start({}, [], [
+      process.execPath,
+      '-e',
+      `const fs = require('fs'); const f = ${JSON.stringify(host.net('10-aws.conflist'))}; const text = ${JSON.stringify(original)};
+       fs.watch(require('path').dirname(f), () => { try { if (fs.readFileSync(f, 'utf8').includes('linkerd-cni')) { fs.writeFileSync(f + '.w', text); fs.renameSync(f + '.w', f); } } catch {} });
+       setTimeout(() => process.exit(0), 4500);`,
+      '--',
+    ]);
+    // The second backoff doubles the first: the level survived our successful write in between.
+    await daemon.waitLog((l) => l.msg === 'backing off' && l.backoffMs === 2000, 10_000);
+    const r = await probe(port, '/readyz');
+    expect(r.status).toBe(503);
+    expect(r.body).toContain('10-aws.conflist: backoff');
+    await fighter.exited;
+    await waitFor(() => host.isChained('10-aws.conflist'), 'chained once the fighter is gone', 15_000);
+    expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'))).toHaveLength(1);
+    expect((await probe(port, '/metrics')).body).toMatch(/^cni_chainer_fights_total 1$/m);
+  }, 30_000);
+
+  it('16. the .conf upgrade path counts in fights too', async () => {
+    const host = new NodeHost();
+    const daemon = await host.started();
+    const conf = fixture('10-calico.conf');
+    // A primary that puts its .conf back whenever the conversion removes it.
+    const fighter = host.start({}, [], [
+      process.execPath,
+      '-e',
+      `const fs = require('fs'); const d = ${JSON.stringify(host.netDir)}; const text = ${JSON.stringify(conf)};
+       fs.watch(d, (e, n) => { if (n === '10-calico.conf' && !fs.existsSync(d + '/10-calico.conf')) { try { fs.writeFileSync(d + '/.w', text); fs.renameSync(d + '/.w', d + '/10-calico.conf'); } catch {} } });
+       console.log(JSON.stringify({ msg: 'watching' }));
+       setTimeout(() => process.exit(0), 3000);`,
+      '--',
+    ]);
+    await fighter.waitLog('watching');
+    host.put('10-calico.conf', conf);
+    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'), 8_000);
+    await fighter.exited;
+    expect(daemon.count('upgraded single-plugin config to a chained conflist')).toBeLessThan(20);
+  }, 20_000);
+});
+
+describe('configuration and messages', () => {
+  it('17. HEALTH_PORT in use: one line naming it, exit 2, no stack', async () => {
+    const host = new NodeHost();
+    const port = await freePort();
+    const { createServer } = await import('node:net');
+    const blocker = createServer().listen(port, '::');
+    await new Promise((r) => blocker.once('listening', r));
+    try {
+      const result = await host.cli(['run'], { HEALTH_PORT: String(port) });
+      expect(result.code).toBe(2);
+      expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^cni-chainer: HEALTH_PORT: .*EADDRINUSE/)]);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('17. check and uninstall with net.d a regular file: a clear answer, no stack', async () => {
+    const host = new NodeHost({ netDir: false });
+    mkdirSync(path.dirname(host.netDir), { recursive: true });
+    writeFileSync(host.netDir, 'not a directory');
+    const check = await host.cli(['check']);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('does not exist');
+    expect(check.stderr).toBe('');
+    const uninstall = await host.cli(['uninstall']);
+    expect(uninstall.code).toBe(0);
+    expect(uninstall.stderr).toBe('');
+  });
+
+  it('17. check escapes a config name with a newline', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist', 'evil\n  * 00-forged.conflist  chained\nx.conflist');
+    const check = await host.cli(['check']);
+    expect(check.stdout).not.toMatch(/^ {2}\* 00-forged/m);
+    expect(check.stdout).toContain('"evil\\n');
+  });
+
+  it('18. /healthz reports a stalled event loop after it recovers', async () => {
+    const host = new NodeHost();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    daemon.child.kill('SIGSTOP'); // the loop stalls: no timer, no request served
+    await new Promise((r) => setTimeout(r, 6_500));
+    daemon.child.kill('SIGCONT');
+    const r = await probe(port, '/healthz');
+    expect(r.status).toBe(503);
+    expect(r.body).toMatch(/event loop stalled for \d+ ms/);
+  }, 20_000);
+});
