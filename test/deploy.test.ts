@@ -1,5 +1,6 @@
 // The container image and the DaemonSet manifest, checked without a Docker engine or a cluster.
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -25,6 +26,13 @@ function instructions(): Array<{ op: string; args: string }> {
 }
 
 describe('Dockerfile', () => {
+  it("carries what linkerd2-cni's chart runs from the same image", () => {
+    const fromPlugin = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=plugin')).map((i) => i.args.split(/\s+/)[2]);
+    expect(fromPlugin).toEqual(['/opt/cni/bin/linkerd-cni', '/usr/lib/linkerd/linkerd-cni-repair-controller']);
+    // The chart's preStop hook is `/bin/sh -c "kill -15 1; sleep 15s"`: the runtime image needs a shell.
+    expect(instructions().filter((i) => i.op === 'FROM').at(-1)!.args).not.toMatch(/distroless/);
+  });
+
   it('copies only sources that exist in the repository', () => {
     const copies = instructions().filter((i) => i.op === 'COPY' && !i.args.startsWith('--from'));
     expect(copies.length).toBeGreaterThan(0);
@@ -34,20 +42,24 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('builds and runs on Node 24 LTS, the major this test suite runs on', () => {
+  it('builds and runs on Node 24 LTS, the major this test suite runs on, and labels the image', () => {
     const froms = instructions().filter((i) => i.op === 'FROM').map((i) => i.args);
     expect(froms).toContain('node:24-bookworm AS build');
     expect(froms.at(-1)).toBe('node:24-bookworm-slim');
     // The suite must exercise the runtime the image ships (DESIGN §6), not the machine's own Node.
     expect(process.versions.node.split('.')[0]).toBe('24');
     expect(instructions().find((i) => i.op === 'RUN' && i.args.includes('npm ci'))?.args).toContain('npm prune --omit=dev');
+    const labels = instructions().filter((i) => i.op === 'LABEL').map((i) => i.args).join(' ');
+    for (const key of ['title', 'description', 'version', 'licenses']) expect(labels).toContain(`org.opencontainers.image.${key}=`);
   });
 
   it("copies into the image everything its CMD needs, and the CMD runs the agent", async () => {
     const cmd = JSON.parse(instructions().find((i) => i.op === 'CMD')!.args) as string[];
-    expect(cmd).toEqual(['node', 'dist/src/cli.js', 'run']);
+    expect(cmd).toEqual(['node', 'dist/cni-chainer.mjs', 'run']);
     const copied = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/)[2]);
-    for (const needed of ['./package.json', './node_modules', './build/Release/inotify.node', './dist/src']) expect(copied).toContain(needed);
+    for (const needed of ['./package.json', './node_modules', './build/Release/inotify.node', './dist/cni-chainer.mjs']) expect(copied).toContain(needed);
+    // The bundle needs no package but @parcel/watcher at run time: everything else is inside it.
+    expect(Object.keys((JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { dependencies: object }).dependencies)).toEqual(['@parcel/watcher']);
     // The CMD itself, from the repository root (the image's /app has the same layout).
     const host = new NodeHost();
     host.put('10-flannel.conflist', fixture('10-flannel.conflist'));
@@ -59,49 +71,109 @@ describe('Dockerfile', () => {
   });
 });
 
-describe('deploy/daemonset.yaml', () => {
-  const docs = parseAllDocuments(readFileSync(path.join(repoRoot, 'deploy', 'daemonset.yaml'), 'utf8')).map((d) => d.toJS());
-  const daemonSet = docs.find((d) => d.kind === 'DaemonSet');
-  const configMap = docs.find((d) => d.kind === 'ConfigMap');
-  const pod = daemonSet.spec.template.spec;
-  const container = pod.containers[0];
-  const env = container.env as Array<{ name: string; value?: string; valueFrom?: { configMapKeyRef: { name: string; key: string } } }>;
+// Every layout the operator can deploy: `kustomize build` (Debian's kustomize, or the one built into
+// kubectl), then every object validated against the Kubernetes OpenAPI schema (kubernetes-models) and
+// the DaemonSet's environment against the agent's own zod schema.
+const kustomize: string[] | undefined = [['kustomize', 'build'], ['kubectl', 'kustomize']].find(
+  ([bin]) => spawnSync(bin!, bin === 'kubectl' ? ['version', '--client'] : ['version']).status === 0,
+);
+const layouts = ['base', ...readdirSync(path.join(repoRoot, 'deploy', 'overlays')).map((o) => `overlays/${o}`)];
+// Variables the image's runtime reads rather than the agent (allowed besides the agent's own).
+const RUNTIME_ENV = ['MALLOC_ARENA_MAX'];
 
-  it('sets only variables the config schema knows, with values it accepts', () => {
-    for (const { name } of env) expect(ENV_NAMES, name).toContain(name);
-    const resolved = Object.fromEntries(
-      env.map((e) => [e.name, e.value ?? configMap.data[e.valueFrom!.configMapKeyRef.key]]),
-    );
-    const config = loadConfig(resolved);
-    expect(config.plugin?.type).toBe('linkerd-cni');
-    expect(config.healthPort).toBe(9190);
+type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<string, any>;
+
+function build(layout: string): K8sObject[] {
+  const result = spawnSync(kustomize![0]!, [kustomize![1]!, path.join(repoRoot, 'deploy', layout)], { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`kustomize ${layout}: ${result.stderr}`);
+  return parseAllDocuments(result.stdout).map((d) => d.toJS() as K8sObject);
+}
+
+async function validateSchema(object: K8sObject): Promise<void> {
+  const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : [undefined, object.apiVersion];
+  const modulePath = `kubernetes-models/${group === undefined ? '' : `${group}/`}${version}/${object.kind}`;
+  const model = (await import(modulePath)) as Record<string, new (data: unknown) => { validate(): void }>;
+  new model[object.kind]!(object).validate();
+}
+
+describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (kustomize)', () => {
+  it('has a kustomize binary in CI', () => {
+    expect(kustomize, 'kustomize or kubectl must be installed (.ci/run)').toBeDefined();
   });
 
-  it('mounts the host dirs where CONTAINER_MOUNT_PREFIX + DEST_* say', () => {
-    const value = (name: string) => env.find((e) => e.name === name)!.value!;
-    const mounts = Object.fromEntries(container.volumeMounts.map((m: { name: string; mountPath: string }) => [m.name, m.mountPath]));
-    const hostPaths = Object.fromEntries(pod.volumes.map((v: { name: string; hostPath: { path: string } }) => [v.name, v.hostPath.path]));
-    for (const dest of ['DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR']) {
-      const volume = Object.keys(hostPaths).find((n) => hostPaths[n] === value(dest))!;
-      expect(volume, dest).toBeDefined();
-      expect(mounts[volume]).toBe(`${value('CONTAINER_MOUNT_PREFIX')}${value(dest)}`);
-    }
-  });
+  describe.each(layouts)('%s', (layout) => {
+    const objects = kustomize === undefined ? [] : build(layout);
+    const byKind = (kind: string) => objects.find((o) => o.kind === kind)!;
+    const daemonSet = byKind('DaemonSet');
+    const pod = daemonSet?.spec.template.spec;
+    const container = pod?.containers[0];
+    type EnvVar = { name: string; value?: string; valueFrom?: { configMapKeyRef: { name: string; key: string } } };
+    const env = (container?.env ?? []) as EnvVar[];
+    const value = (name: string) => env.find((e) => e.name === name)?.value;
 
-  it('probes the health port, tolerates every taint and rolls with a surge', () => {
-    expect(container.ports[0].containerPort).toBe(9190);
-    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
-    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
-    expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
-    expect(pod.priorityClassName).toBe('system-node-critical');
-    expect(daemonSet.spec.updateStrategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
-    expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(2);
-    expect(pod.serviceAccountName).toBe(docs.find((d) => d.kind === 'ServiceAccount').metadata.name);
-  });
+    it('builds the namespace, account, RBAC, config map and DaemonSet, each valid against the OpenAPI schema', async () => {
+      expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'Namespace', 'ServiceAccount']);
+      for (const object of objects) await validateSchema(object);
+      // The validator is strict enough to matter: a wrong type is refused.
+      const broken = structuredClone(daemonSet);
+      broken.spec.template.spec.containers[0].ports[0].containerPort = 'health';
+      await expect(validateSchema(broken)).rejects.toThrow(/containerPort/);
+    });
 
-  it('is not privileged and keeps only the file capabilities', () => {
-    expect(container.securityContext.privileged).toBeUndefined();
-    expect(container.securityContext.allowPrivilegeEscalation).toBe(false);
-    expect(container.securityContext.capabilities).toEqual({ drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER'] });
+    it('sets only variables the agent knows, with values its schema accepts', () => {
+      for (const { name } of env) expect([...ENV_NAMES, ...RUNTIME_ENV], name).toContain(name);
+      const configMap = byKind('ConfigMap');
+      const resolved = Object.fromEntries(env.map((e) => [e.name, e.value ?? configMap.data[e.valueFrom!.configMapKeyRef.key]]));
+      const config = loadConfig(resolved);
+      expect(config.plugin?.type).toBe('linkerd-cni');
+      expect(config.healthPort).toBe(Number(value('HEALTH_PORT')));
+    });
+
+    it('mounts the host dirs where CONTAINER_MOUNT_PREFIX + DEST_* say', () => {
+      const mounts = Object.fromEntries(container.volumeMounts.map((m: { name: string; mountPath: string }) => [m.name, m.mountPath]));
+      const hostPaths = Object.fromEntries(pod.volumes.map((v: { name: string; hostPath: { path: string } }) => [v.name, v.hostPath.path]));
+      for (const dest of ['DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR']) {
+        const volume = Object.keys(hostPaths).find((n) => hostPaths[n] === value(dest))!;
+        expect(volume, dest).toBeDefined();
+        expect(mounts[volume]).toBe(`${value('CONTAINER_MOUNT_PREFIX')}${value(dest)}`);
+      }
+    });
+
+    it('runs on the host network with dual-stack probes on HEALTH_PORT, a surge, and a grace period above the cleanup deadline', () => {
+      expect(pod.hostNetwork).toBe(true);
+      expect(container.ports[0].containerPort).toBe(Number(value('HEALTH_PORT')));
+      expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
+      expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
+      expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
+      expect(pod.priorityClassName).toBe('system-node-critical');
+      expect(daemonSet.spec.updateStrategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
+      expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(Number(value('SHUTDOWN_TIMEOUT_S')));
+      expect(pod.serviceAccountName).toBe(byKind('ServiceAccount').metadata.name);
+    });
+
+    it('is not privileged: seccomp RuntimeDefault, only the file capabilities, measured resources', () => {
+      expect(pod.securityContext.seccompProfile).toEqual({ type: 'RuntimeDefault' });
+      expect(container.securityContext.privileged).toBeUndefined();
+      expect(container.securityContext.allowPrivilegeEscalation).toBe(false);
+      expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
+      expect(container.securityContext.capabilities).toEqual({ drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER'] });
+      expect(container.resources.requests.memory).toBe('96Mi');
+      expect(container.resources.limits.memory).toBe('160Mi');
+      expect(container.resources.limits.cpu).toBeUndefined();
+    });
+
+    it('admits its pods (Pod Security privileged) and grants what linkerd-cni needs with the token', () => {
+      const ns = byKind('Namespace');
+      expect(ns.metadata.labels!['pod-security.kubernetes.io/enforce']).toBe('privileged');
+      for (const o of objects) if (o.kind !== 'Namespace' && o.kind !== 'ClusterRole' && o.kind !== 'ClusterRoleBinding') expect(o.metadata.namespace).toBe(ns.metadata.name);
+      const rules = byKind('ClusterRole').rules as Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+      const allows = (group: string, resource: string, verb: string) => rules.some((r) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
+      for (const resource of ['pods', 'nodes', 'namespaces', 'services']) for (const verb of ['get', 'list', 'watch']) expect(allows('', resource, verb), `${verb} ${resource}`).toBe(true);
+      expect(allows('', 'pods', 'delete')).toBe(true); // the repair controller
+      expect(allows('events.k8s.io', 'events', 'create')).toBe(true);
+      const binding = byKind('ClusterRoleBinding');
+      expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: byKind('ClusterRole').metadata.name });
+      expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: pod.serviceAccountName, namespace: ns.metadata.name }]);
+    });
   });
 });
