@@ -130,6 +130,10 @@ async function uninstall(config: Config): Promise<number> {
     import('./daemon/ownership.js'),
   ]);
   const root = new HostRoot(config.hostRoot);
+  if (config.mode === 'owned') {
+    const { removeOwnedConfig } = await import('./daemon/daemon.js');
+    if (removeOwnedConfig(root, config)) log.info({ file: config.ownedConfigName }, 'removed the owned config');
+  }
   const { unpatched, failed } = await unpatchNode(root, config.netDir, config.suffixes, plugin.type, config.maxConfigBytes, log);
   if (failed.length > 0) {
     // The binary must outlive every config that names it, or every new pod on the node fails.

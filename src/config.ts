@@ -4,11 +4,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigParseError, parsePlugin, type ChainedPlugin } from './cni/conflist.js';
-import { isConfigName, isLibcniName, isTempName, parseTempName } from './cni/names.js';
+import { compareNames, isConfigName, isLibcniName, isTempName, parseTempName } from './cni/names.js';
 
 // The owner file's name (daemon/ownership.ts), repeated here so that validating the environment loads
 // no daemon code.
 const OWNER_FILE = '.cni-chainer.owner';
+// The owned config's default name (daemon/owned-config.ts): after Multus' config, before every primary
+// named 05-... or later.
+export const DEFAULT_OWNED_CONFIG_NAME = '01-linkerd-cni.conflist';
+const MULTUS_CONFIG = '00-multus.conf';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
@@ -71,6 +75,8 @@ const envSchema = z.object({
   // Below the manifest's terminationGracePeriodSeconds (30): kubelet's SIGKILL must never cut a cleanup.
   SHUTDOWN_TIMEOUT_S: withDefault(integer(1, 3600), '25'),
   LOG_FORMAT: withDefault(z.enum(['json', 'text'], { message: 'expected json or text' }), 'json'),
+  CNI_PATCH_MODE: withDefault(z.enum(['in-place', 'owned'], { message: 'expected in-place or owned' }), 'in-place'),
+  CNI_OWNED_CONFIG_NAME: withDefault(z.string().regex(/^[^/\0]+$/, 'expected a file name without "/"'), DEFAULT_OWNED_CONFIG_NAME),
 });
 
 /** Every variable the daemon reads; deploy/daemonset.yaml may set no other. */
@@ -101,6 +107,9 @@ export interface Config {
   maxConfigBytes: number;
   shutdownTimeoutMs: number;
   logFormat: 'json' | 'text';
+  mode: 'in-place' | 'owned';
+  /** The agent's own config file in owned mode. */
+  ownedConfigName: string;
   /** The health server's address: `::` is dual-stack (IPv4 too), for IPv4, IPv6 and dual-stack clusters. */
   healthHost: string;
 }
@@ -158,6 +167,13 @@ function harmfulValues(env: Env): string[] {
       problems.push(`CNI_CONF_SUFFIXES: ${JSON.stringify(suffix)} names temporary or backup files, which are never configs`);
     }
   }
+  const owned = env.CNI_OWNED_CONFIG_NAME;
+  if (!owned.endsWith('.conflist') || owned.startsWith('.') || isTempName(owned)) {
+    problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} must be a visible name ending in .conflist (the runtime loads it as a conflist)`);
+  } else if (compareNames(owned, MULTUS_CONFIG) <= 0) {
+    problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} must sort after ${MULTUS_CONFIG} (Multus takes the first other config as its default network)`);
+  }
+  if (owned === kubeconfig) problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} is also KUBECONFIG_FILE_NAME`);
   if (path.posix.normalize(env.DEST_CNI_NET_DIR) === '/') problems.push('DEST_CNI_NET_DIR: must not be the root directory');
   if (path.posix.normalize(env.DEST_CNI_BIN_DIR) === '/') problems.push('DEST_CNI_BIN_DIR: must not be the root directory');
   return problems;
@@ -204,6 +220,8 @@ export function loadConfig(environment: NodeJS.ProcessEnv): Config {
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_S * 1000,
     logFormat: env.LOG_FORMAT,
     healthHost: '::',
+    mode: env.CNI_PATCH_MODE,
+    ownedConfigName: env.CNI_OWNED_CONFIG_NAME,
   };
 }
 

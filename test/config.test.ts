@@ -103,6 +103,9 @@ describe('loadConfig', () => {
     ['CNI_CONF_SUFFIXES', '.conflist,.bak', 'temporary or backup'],
     ['DEST_CNI_NET_DIR', '/', 'root directory'],
     ['DEST_CNI_NET_DIR', '//.', 'root directory'],
+    ['CNI_PATCH_MODE', 'copy', 'in-place or owned'],
+    ['CNI_OWNED_CONFIG_NAME', 'linkerd.conf', 'ending in .conflist'],
+    ['CNI_OWNED_CONFIG_NAME', '00-a.conflist', 'sort after 00-multus.conf'],
     ['CNI_NETWORK_CONFIG', '{"name":"x"}', '"type"'],
   ])('rejects %s=%s naming the variable', (name, value, expected) => {
     const found = problems({ [name]: value });
@@ -120,7 +123,7 @@ describe('loadConfig', () => {
 
   it('knows every variable of DESIGN §1', () => {
     expect(ENV_NAMES).toEqual(
-      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT']),
+      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT', 'CNI_PATCH_MODE', 'CNI_OWNED_CONFIG_NAME']),
     );
   });
 });

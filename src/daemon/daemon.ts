@@ -22,6 +22,8 @@ import { NetDirWatch, watchFailureReason } from './net-dir-watch.js';
 import { OwnRenames } from './own-renames.js';
 import { HEARTBEAT_MS, OWNER_FILE_NAME, Ownership } from './ownership.js';
 import { Readiness } from './readiness.js';
+import type { ConfigKeeper } from './config-keeper.js';
+import { OwnedConfig } from './owned-config.js';
 import { Reconciler } from './reconciler.js';
 import { SettleTimers } from './settle-timers.js';
 import { sweepTemps } from './temp-sweep.js';
@@ -46,7 +48,8 @@ export class Daemon {
   phase: Phase = 'starting';
   private readonly watcher: Watcher;
   private readonly netDir: NetDirWatch;
-  private readonly reconciler: Reconciler;
+  /** Keeps the configs chained: in place (Reconciler) or through the agent's own file (OwnedConfig). */
+  private readonly reconciler: ConfigKeeper;
   private readonly kubeconfig: KubeconfigFile;
   private readonly ownership: Ownership;
   private readonly settle = new SettleTimers();
@@ -93,21 +96,20 @@ export class Daemon {
       (disk) => this.onNetDirArmed(disk),
       (reason) => this.onNetDirLost(reason),
     );
-    this.reconciler = new Reconciler(
-      {
-        config,
-        plugin,
-        root: this.root,
-        log,
-        metrics,
-        readiness: this.readiness,
-        isActive: () => this.phase === 'active' || this.phase === 'starting',
-        onTargetDir: (dir, used) => void this.watchTargetDir(dir, used),
-        onPassDone: () => this.updateReadiness(),
-        onTargetPatched: (hostPath) => this.patchedTargets.add(hostPath),
-      },
-      this.root.toDisk(config.netDir),
-    );
+    const deps = {
+      config,
+      plugin,
+      root: this.root,
+      log,
+      metrics,
+      readiness: this.readiness,
+      isActive: () => this.phase === 'active' || this.phase === 'starting',
+      onTargetDir: (dir: string, used: boolean) => void this.watchTargetDir(dir, used),
+      onPassDone: () => this.updateReadiness(),
+      onTargetPatched: (hostPath: string) => this.patchedTargets.add(hostPath),
+    };
+    const netDirOnDisk = this.root.toDisk(config.netDir);
+    this.reconciler = config.mode === 'owned' ? new OwnedConfig(deps, netDirOnDisk) : new Reconciler(deps, netDirOnDisk);
     this.readiness.block('start', 'starting');
   }
 
@@ -199,6 +201,9 @@ export class Daemon {
       if (wasPassive || this.ownership.isLiveOther(owner)) {
         this.log.info({ owner: owner?.instance }, 'another instance owns this node: leaving its configuration in place');
         return { cleaned: false, unpatched: [], failed: [] };
+      }
+      if (this.config.mode === 'owned' && removeOwnedConfig(this.root, this.config)) {
+        this.log.info({ file: this.config.ownedConfigName }, 'removed the owned config');
       }
       const { unpatched, failed } = await unpatchNode(
         this.root,
@@ -471,6 +476,16 @@ export class Daemon {
     this.metrics.ready.set(ready ? 1 : 0);
     if (ready) this.log.info('ready: every config is chained');
     else this.log.info({ reasons: this.readiness.report().reasons }, 'not ready');
+  }
+}
+
+/** Removes the owned config file of CNI_PATCH_MODE=owned; true when there was one. */
+export function removeOwnedConfig(root: HostRoot, config: Config): boolean {
+  try {
+    return withDirSync(root, config.netDir, (dir) => OwnedConfig.remove(dir, config.ownedConfigName));
+  } catch (err) {
+    if (isMissing(err)) return false;
+    throw err;
   }
 }
 

@@ -9,37 +9,19 @@
 import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config.js';
-import { planPatch, type ChainedPlugin } from '../cni/conflist.js';
+import { planPatch } from '../cni/conflist.js';
 import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
 import { touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
 import type { Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
-import type { HostRoot } from '../fs/host-root.js';
-import type { Logger } from '../log.js';
 import { CoalescingQueue } from './coalescing-queue.js';
+import type { KeeperDeps } from './config-keeper.js';
 import { FightDetector } from './fight-detector.js';
-import type { Metrics } from './metrics.js';
-import type { ConfigStatus, Readiness } from './readiness.js';
+import type { ConfigStatus } from './readiness.js';
 import { SymlinkTargets } from './symlink-targets.js';
 
-export interface ReconcilerDeps {
-  config: Config;
-  plugin: ChainedPlugin;
-  root: HostRoot;
-  log: Logger;
-  metrics: Metrics;
-  readiness: Readiness;
-  /** False once the daemon stops or another instance owns the node: passes do nothing then. */
-  isActive: () => boolean;
-  /** Starts or stops watching a directory that holds symlink targets. */
-  onTargetDir: (dir: string, used: boolean) => void;
-  /** Called after every pass (readiness may have changed). */
-  onPassDone?: () => void;
-  /** A symlink target (host path) was patched: the cleanup visits it even if the link moves on. */
-  onTargetPatched?: (hostPath: string) => void;
-}
+export type ReconcilerDeps = KeeperDeps;
 
 function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');

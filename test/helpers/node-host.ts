@@ -77,15 +77,22 @@ export async function probe(port: number, what: '/healthz' | '/readyz' | '/metri
 }
 
 export class NodeHost {
-  readonly root = tempDir('cni-chainer-node-');
-  readonly netDir = path.join(this.root, 'host', 'etc', 'cni', 'net.d');
-  readonly binDir = path.join(this.root, 'host', 'opt', 'cni', 'bin');
-  readonly hostRoot = path.join(this.root, 'host');
-  readonly containerBin = path.join(this.root, 'container-bin');
-  readonly saDir = path.join(this.root, 'serviceaccount');
+  readonly root: string;
+  readonly netDir: string;
+  readonly binDir: string;
+  readonly hostRoot: string;
+  readonly containerBin: string;
+  readonly saDir: string;
   readonly plugin: JsonObject = expectedPlugin();
 
-  constructor(options: { netDir?: boolean; token?: string | false } = {}) {
+  /** `root`: a directory the caller owns (a suite's beforeAll); by default one removed after the test. */
+  constructor(options: { netDir?: boolean; token?: string | false; root?: string } = {}) {
+    this.root = options.root ?? tempDir('cni-chainer-node-');
+    this.netDir = path.join(this.root, 'host', 'etc', 'cni', 'net.d');
+    this.binDir = path.join(this.root, 'host', 'opt', 'cni', 'bin');
+    this.hostRoot = path.join(this.root, 'host');
+    this.containerBin = path.join(this.root, 'container-bin');
+    this.saDir = path.join(this.root, 'serviceaccount');
     if (options.netDir !== false) mkdirSync(this.netDir, { recursive: true });
     mkdirSync(this.hostRoot, { recursive: true });
     mkdirSync(this.containerBin);

@@ -1,0 +1,40 @@
+// What the daemon asks of whatever keeps the node's configs chained: the in-place Reconciler, or the
+// OwnedConfig of CNI_PATCH_MODE=owned. Events, scans and shutdown are the same for both.
+import type { Config } from '../config.js';
+import type { ChainedPlugin } from '../cni/conflist.js';
+import type { HostRoot } from '../fs/host-root.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from './metrics.js';
+import type { Readiness } from './readiness.js';
+import type { SymlinkTargets } from './symlink-targets.js';
+
+/** What a keeper needs from the daemon. */
+export interface KeeperDeps {
+  config: Config;
+  plugin: ChainedPlugin;
+  root: HostRoot;
+  log: Logger;
+  metrics: Metrics;
+  readiness: Readiness;
+  /** False once the daemon stops or another instance owns the node: passes do nothing then. */
+  isActive: () => boolean;
+  /** Starts or stops watching a directory that holds symlink targets. */
+  onTargetDir: (dir: string, used: boolean) => void;
+  /** Called after every pass (readiness may have changed). */
+  onPassDone?: () => void;
+  /** A symlink target (host path) was patched: the cleanup visits it even if the link moves on. */
+  onTargetPatched?: (hostPath: string) => void;
+}
+
+
+export interface ConfigKeeper {
+  /** Symlink targets whose directories the daemon watches. */
+  readonly targets: SymlinkTargets;
+  /** True for a net.d entry name whose events need a pass. */
+  concerns(name: string): boolean;
+  trigger(name: string): void;
+  scan(): number;
+  drain(): Promise<void>;
+  stop(): void;
+  setNetDir(netDirOnDisk: string): void;
+}

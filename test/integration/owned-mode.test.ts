@@ -1,0 +1,86 @@
+// CNI_PATCH_MODE=owned: the primary's file is never touched; the agent's own file, loaded first by the
+// runtime, holds the primary's config with the plugin appended.
+import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { fixture } from '../helpers/fixtures.js';
+import { freePort, NodeHost, probe } from '../helpers/node-host.js';
+import { waitFor } from '../helpers/wait.js';
+
+const OWNED = '01-linkerd-cni.conflist';
+
+function ownedHolds(host: NodeHost, marker: string): boolean {
+  return existsSync(host.net(OWNED)) && host.isChained(OWNED) && host.read(OWNED).includes(marker);
+}
+
+describe('owned mode', () => {
+  it('keeps its own chained copy of the primary, follows it, never touches it, and removes the copy', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const port = await freePort();
+    const daemon = await host.started({ CNI_PATCH_MODE: 'owned', HEALTH_PORT: String(port) });
+    await waitFor(() => ownedHolds(host, '"calico"'), 'owned copy of calico');
+    expect(host.read('10-calico.conflist')).toBe(fixture('10-calico.conflist'));
+    expect((await probe(port, '/readyz')).status).toBe(200);
+    const check = await host.cli(['check'], { CNI_PATCH_MODE: 'owned' });
+    expect(check.code).toBe(0);
+    expect(check.stdout).toContain(`* ${OWNED}  chained`);
+    // The primary rewrites its file: the copy follows; the primary stays untouched.
+    host.put('10-calico.conflist', fixture('10-calico.conflist').replace('"mtu": 0', '"mtu": 1450'));
+    await waitFor(() => ownedHolds(host, '"mtu": 1450'), 'the copy follows the rewrite');
+    expect(host.holdsPlugin('10-calico.conflist')).toBe(false);
+    // The primary's config is gone: so is the copy, at once.
+    rmSync(host.net('10-calico.conflist'));
+    await waitFor(() => !existsSync(host.net(OWNED)), 'the copy removed with the primary');
+    host.putFixture('10-flannel.conflist');
+    await waitFor(() => ownedHolds(host, '"flannel"'), 'a new primary is copied');
+    expect((await daemon.stop()).code).toBe(0);
+    expect(existsSync(host.net(OWNED))).toBe(false);
+    expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
+  });
+
+  it('follows a symlinked primary and a .conf primary, byte-exact', async () => {
+    const host = new NodeHost();
+    host.putFixture('05-cilium.conflist', '05-cilium.conflist-current');
+    symlinkSync('05-cilium.conflist-current', host.net('05-cilium.conflist'));
+    const daemon = await host.started({ CNI_PATCH_MODE: 'owned' });
+    await waitFor(() => ownedHolds(host, '"cilium-cni"'), 'copy of the link target');
+    host.put('05-cilium.conflist-current', fixture('05-cilium.conflist').replace('"cilium-cni"', '"cilium-cni", "x": 1'));
+    await waitFor(() => ownedHolds(host, '"x": 1'), 'the copy follows the target');
+    rmSync(host.net('05-cilium.conflist'));
+    host.putFixture('10-calico.conf');
+    await waitFor(() => ownedHolds(host, '"calico"'), 'copy of a .conf primary, as a conflist');
+    expect(host.read('10-calico.conf')).toBe(fixture('10-calico.conf'));
+    expect(host.read(OWNED)).toContain(fixture('10-calico.conf').trim());
+    await daemon.stop();
+  });
+
+  it('removes a stale copy whose primary is gone, first thing at start', async () => {
+    const host = new NodeHost();
+    writeFileSync(host.net(OWNED), fixture('10-flannel.conflist'));
+    const daemon = await host.started({ CNI_PATCH_MODE: 'owned' });
+    await waitFor(() => !existsSync(host.net(OWNED)), 'stale copy removed');
+    expect(readdirSync(host.netDir).filter((n) => n.endsWith('.conflist'))).toEqual([]);
+    await daemon.stop();
+  });
+
+  it('is not ready when a config sorts before the owned name (the runtime would not load it first)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist', '00-calico.conflist');
+    const port = await freePort();
+    await host.started({ CNI_PATCH_MODE: 'owned', HEALTH_PORT: String(port) });
+    const r = await probe(port, '/readyz');
+    expect(r.status).toBe(503);
+    expect(r.body).toContain('00-calico.conflist sorts before 01-linkerd-cni.conflist');
+  });
+
+  it('uninstall removes the owned copy and leaves the primary alone', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const daemon = await host.started({ CNI_PATCH_MODE: 'owned' });
+    await waitFor(() => ownedHolds(host, '"calico"'), 'copy');
+    await daemon.stop('SIGKILL');
+    expect((await host.cli(['uninstall'], { CNI_PATCH_MODE: 'owned' })).code).toBe(0);
+    expect(existsSync(host.net(OWNED))).toBe(false);
+    expect(readFileSync(host.net('10-calico.conflist'), 'utf8')).toBe(fixture('10-calico.conflist'));
+  });
+});
