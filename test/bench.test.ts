@@ -7,17 +7,23 @@ import { runProcess } from './helpers/run-node.js';
 import { tempDir } from './helpers/tmp.js';
 
 describe('npm run bench', () => {
-  it('runs both backends on a small storm and writes its table, JSON and SVG', async () => {
+  it('runs the floor and both backends on disk and tmpfs, and prints every target as a ratio', async () => {
     const out = tempDir();
-    const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--rewrite-files', '5', '--rewrites', '2', '--idle-s', '0', '--out', out];
+    const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--repeat', '1', '--idle-s', '0', '--out', out];
     const result = await runProcess(process.execPath, [path.join(repoRoot, 'dist', 'bench', 'bench.js'), ...args]);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^\| native \| storm \| 30 \|/m);
-    expect(result.stdout).toMatch(/^\| parcel \| paced \| 5 \|/m);
+    expect(result.stdout).toMatch(/^\| disk \(\w+\) \| native \| [\d.]+ \| [\d.]+ \(/m);
+    expect(result.stdout).toMatch(/^\| tmpfs \(tmpfs\) \| parcel \|/m);
     expect(result.stdout).not.toContain('| NO |');
-    const json = JSON.parse(readFileSync(path.join(out, 'bench.json'), 'utf8')) as { results: Array<{ backend: string; storm: { correct: boolean } }> };
-    expect(json.results.map((r) => [r.backend, r.storm.correct])).toEqual([['native', true], ['parcel', true]]);
-    expect(readFileSync(path.join(out, 'latency-cdf.svg'), 'utf8')).toContain('<polyline');
+    for (const watcher of ['native', 'parcel', 'fs.watch']) expect(result.stdout).toMatch(new RegExp(`^\\| ${watcher.replace('.', '\\.')} \\| [\\d.]+ \\|`, 'm'));
+    expect(result.stdout).toMatch(/^\| start: exec → first config patched, minus a bare node -e '' \| \d+ - \d+ = -?\d+ ms \| <= 40 ms \| (pass|FAIL) \|$/m);
+    const json = JSON.parse(readFileSync(path.join(out, 'bench.json'), 'utf8')) as { disks: Array<{ disk: string; backends: Array<{ backend: string; storm: { correct: boolean } }> }> };
+    expect(json.disks.flatMap((d) => d.backends.map((b) => [d.disk, b.backend, b.storm.correct]))).toEqual([
+      ['disk', 'native', true],
+      ['disk', 'parcel', true],
+      ['tmpfs', 'native', true],
+      ['tmpfs', 'parcel', true],
+    ]);
     expect(existsSync(path.join(out, 'latency-cdf-paced.svg'))).toBe(true);
-  }, 120_000);
+  }, 180_000);
 });
