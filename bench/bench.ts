@@ -142,12 +142,15 @@ async function storm(agent: Agent, observer: Observer, netDir: string, names: st
   };
 }
 
-async function paced(observer: Observer, netDir: string, names: string[]): Promise<{ latency: Summary; samples: number[] }> {
+async function paced(observer: Observer, netDir: string, names: string[]): Promise<{ latency: Summary; samples: number[]; missed: number }> {
   const result = await runWriter({ dir: netDir, names, text: PRIMARY, rounds: 1, intervalMs: INTERVAL_MS });
   const renamedAt = new Map(Object.entries(result.renamedAt).map(([k, v]) => [k, BigInt(v)]));
-  await until('every file patched', () => names.every((n) => observer.landingAfter(n, renamedAt.get(n)!) !== undefined));
-  const samples = names.map((n) => Number(observer.landingAfter(n, renamedAt.get(n)!)! - renamedAt.get(n)!) / 1e6);
-  return { latency: summarize(samples), samples };
+  const landed = (n: string) => observer.landingAfter(n, renamedAt.get(n)!) !== undefined;
+  // @parcel/watcher now and then drops an event (seen here: 1 of 200 after a storm); with no resync
+  // in the bench such a file is never patched. Counted as missed rather than waited for forever.
+  await until('every file patched', () => names.every(landed), 30_000).catch(() => {});
+  const samples = names.filter(landed).map((n) => Number(observer.landingAfter(n, renamedAt.get(n)!)! - renamedAt.get(n)!) / 1e6);
+  return { latency: summarize(samples), samples, missed: names.length - samples.length };
 }
 
 function agentEnv(hostRoot: string, bin: string, scratch: string, backend: WatchBackendName): NodeJS.ProcessEnv {
@@ -335,11 +338,11 @@ async function main(): Promise<void> {
 
     const lines: string[] = [];
     lines.push(`cni-chainer bench: ${FILES}-file storms (median of ${REPEAT}), ${PACED} paced every ${INTERVAL_MS} ms; fsync on; ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, Node ${process.version}`, '');
-    lines.push('| disk | backend | storm: all patched ms | floor ms (1/4/16 thr) | ratio | storm p50 / p99 ms | CPU µs/file | paced p50 / p99 ms | floor paced p50 / p99 ms | correct |', '|---|---|---:|---|---:|---|---:|---|---|---|');
+    lines.push('| disk | backend | storm: all patched ms | floor ms (1/4/16 thr) | ratio | storm p50 / p99 ms | CPU µs/file | paced p50 / p99 ms | floor paced p50 / p99 ms | correct | paced missed |', '|---|---|---:|---|---:|---|---:|---|---|---|---:|');
     for (const d of disks) {
       const t = d.floorStorm.byThreads;
       for (const b of d.backends) {
-        lines.push(`| ${d.disk} (${d.filesystem}) | ${b.backend} | ${f(b.storm.wallMs, 1)} | ${f(d.floorStorm.bestMs, 1)} (${f(t[1]!, 0)}/${f(t[4]!, 0)}/${f(t[16]!, 0)}) | ${f(b.storm.wallMs / d.floorStorm.bestMs, 1)}x | ${f(b.storm.latency.p50)} / ${f(b.storm.latency.p99)} | ${f(b.storm.cpuUsPerFile, 0)} | ${f(b.paced.latency.p50, 3)} / ${f(b.paced.latency.p99, 3)} | ${f(d.floorPaced.p50, 3)} / ${f(d.floorPaced.p99, 3)} | ${b.storm.correct ? 'yes' : 'NO'} |`);
+        lines.push(`| ${d.disk} (${d.filesystem}) | ${b.backend} | ${f(b.storm.wallMs, 1)} | ${f(d.floorStorm.bestMs, 1)} (${f(t[1]!, 0)}/${f(t[4]!, 0)}/${f(t[16]!, 0)}) | ${f(b.storm.wallMs / d.floorStorm.bestMs, 1)}x | ${f(b.storm.latency.p50)} / ${f(b.storm.latency.p99)} | ${f(b.storm.cpuUsPerFile, 0)} | ${f(b.paced.latency.p50, 3)} / ${f(b.paced.latency.p99, 3)} | ${f(d.floorPaced.p50, 3)} / ${f(d.floorPaced.p99, 3)} | ${b.storm.correct ? 'yes' : 'NO'} | ${b.paced.missed} |`);
       }
     }
     lines.push('', '| disk | backend | RSS 1 s after start MiB | peak RSS MiB | SIGTERM cleanup |', '|---|---|---:|---:|---|');
@@ -354,7 +357,7 @@ async function main(): Promise<void> {
     const json = {
       date: new Date().toISOString(),
       args: process.argv.slice(2),
-      disks: disks.map((d) => ({ ...d, backends: d.backends.map((b) => ({ ...b, paced: { latency: b.paced.latency } })) })),
+      disks: disks.map((d) => ({ ...d, backends: d.backends.map((b) => ({ ...b, paced: { latency: b.paced.latency, missed: b.paced.missed } })) })),
       watchers,
       start,
       idleCpuS,

@@ -373,7 +373,7 @@ export class Daemon {
 
   private checkOwnership(): void {
     const owner = this.ownership.currentOwner();
-    if (this.phase === 'active' && this.ownership.isLiveOther(owner)) this.standDown(owner.instance);
+    if (this.phase === 'active' && this.ownership.isLiveOther(owner)) this.standDown(owner!.instance);
     else if (this.phase === 'passive' && !this.ownership.isLiveOther(owner)) void this.takeBack();
   }
 
@@ -398,7 +398,8 @@ export class Daemon {
   private async heartbeat(): Promise<void> {
     if (this.phase === 'active' && this.netDir.state.kind === 'armed') {
       const owner = this.ownership.currentOwner();
-      if (this.ownership.isLiveOther(owner)) this.standDown(owner.instance);
+      if (this.ownership.isLiveOther(owner)) this.standDown(owner!.instance);
+      else if (owner?.instance === this.instance) await this.ownership.renew().catch(() => this.claim());
       else await this.claim();
     } else if (this.phase === 'passive') {
       this.checkOwnership();

@@ -7,6 +7,7 @@
 // takes the node back when the owner file is removed (the newer pod's clean exit) or its heartbeat is
 // older than STALE_AFTER_MS (the newer pod was killed): a rollback never leaves a node unmaintained.
 import { randomUUID } from 'node:crypto';
+import { closeSync, constants, futimesSync } from 'node:fs';
 import { writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
 import { withDir } from '../fs/dir.js';
@@ -60,13 +61,39 @@ export class Ownership {
   }
 
   /** True when `owner` is another instance that is still alive (its heartbeat is recent). */
-  isLiveOther(owner: Owner | undefined, now = Date.now()): owner is Owner {
+  isLiveOther(owner: Owner | undefined, now = Date.now()): boolean {
     return owner !== undefined && owner.instance !== this.record.instance && now - owner.heartbeatAt < STALE_AFTER_MS;
   }
 
   /** Writes (or renews) our claim. */
   async claim(): Promise<void> {
     await withDir(this.root.openDir(this.netDir), (dir) => writeFileAtomic(dir, OWNER_FILE_NAME, `${JSON.stringify(this.record)}\n`, { mode: 0o644 }));
+  }
+
+  /**
+   * The heartbeat: our claim's mtime set to now. A touch, not a rewrite (no temp file, no fsync): the
+   * idle agent's only periodic work. Falls back to a full claim when the file is gone.
+   */
+  async renew(): Promise<void> {
+    const dir = this.root.openDir(this.netDir);
+    try {
+      let fd: number;
+      try {
+        fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT' && errnoCode(err) !== 'ELOOP') throw err;
+        await writeFileAtomic(dir, OWNER_FILE_NAME, `${JSON.stringify(this.record)}\n`, { mode: 0o644 });
+        return;
+      }
+      try {
+        const now = new Date();
+        futimesSync(fd, now, now);
+      } finally {
+        closeSync(fd);
+      }
+    } finally {
+      dir.close();
+    }
   }
 
   /** Removes the owner file if it is still ours. */

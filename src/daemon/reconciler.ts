@@ -15,6 +15,7 @@ import { touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-w
 import { readEntry } from '../fs/bounded-read.js';
 import type { Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
+import { BurstLog } from './burst-log.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { FightDetector } from './fight-detector.js';
@@ -48,6 +49,7 @@ export class Reconciler {
   private readonly firstEvent = new Map<string, bigint>(); // config name → when its pending work began
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
   private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf → sha256 of it
+  private readonly burst = new BurstLog((count, sample) => this.deps.log.info({ count, files: sample }, 'chained plugin into configs'));
 
   constructor(
     private readonly deps: ReconcilerDeps,
@@ -99,6 +101,7 @@ export class Reconciler {
   }
 
   stop(): void {
+    this.burst.flush();
     for (const timer of this.retryTimers.values()) clearTimeout(timer);
     this.retryTimers.clear();
   }
@@ -197,7 +200,10 @@ export class Reconciler {
     this.deps.metrics.patches.inc();
     const target = source.linkText === undefined ? undefined : this.deps.root.fromDisk(fileKey);
     if (target !== undefined) this.deps.onTargetPatched?.(target);
-    this.deps.log.info({ file: name, target }, 'chained plugin into config');
+    // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
+    // otherwise cost 1,000 synchronous log writes on the hot path).
+    this.deps.log.debug({ file: name, target }, 'chained plugin into config');
+    this.burst.add(name);
     if (source.linkText !== undefined && source.dir.disk !== netDir.disk) {
       // The runtime watches net.d only: re-create the link so it sees the change.
       touchSymlink(netDir, name, source.linkText);

