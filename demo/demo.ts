@@ -110,8 +110,8 @@ async function main(): Promise<void> {
     const lines = buffered.split('\n');
     buffered = lines.pop()!;
     for (const line of lines) {
-      const entry = JSON.parse(line) as { msg: string; file?: string; to?: string; target?: string };
-      const detail = [entry.file, entry.to && `→ ${entry.to}`, entry.target && `(target ${entry.target})`].filter(Boolean).join(' ');
+      const entry = JSON.parse(line) as { msg: string; file?: string; files?: string[]; to?: string; target?: string };
+      const detail = [entry.file, entry.files?.join(', '), entry.to && `→ ${entry.to}`, entry.target && `(target ${entry.target})`].filter(Boolean).join(' ');
       agentLog.push(entry);
       say(`  agent | ${entry.msg}${detail ? `: ${detail}` : ''}`);
       if (entry.msg === 'started') started();
