@@ -36,5 +36,7 @@ export interface ConfigKeeper {
   scan(): number;
   drain(): Promise<void>;
   stop(): void;
+  /** After the last pass has finished: remove whatever the keeper keeps beside the configs. */
+  dispose(): Promise<void>;
   setNetDir(netDirOnDisk: string): void;
 }

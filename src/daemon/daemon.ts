@@ -196,6 +196,7 @@ export class Daemon {
     await this.netDir.close();
     await this.watcher.close();
     await Promise.all([this.reconciler.drain(), this.chores.drain()]);
+    await this.reconciler.dispose();
     try {
       const owner = this.ownership.currentOwner();
       if (wasPassive || this.ownership.isLiveOther(owner)) {

@@ -83,6 +83,8 @@ export class OwnedConfig {
 
   stop(): void {}
 
+  async dispose(): Promise<void> {}
+
   /** Removes the owned file (shutdown, uninstall). True when there was one. */
   static remove(dir: Dir, name: string): boolean {
     try {

@@ -11,7 +11,7 @@ import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { planPatch } from '../cni/conflist.js';
 import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
-import { touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
+import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
 import type { Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
@@ -20,6 +20,7 @@ import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { FightDetector } from './fight-detector.js';
 import type { ConfigStatus } from './readiness.js';
+import { Spares } from './spares.js';
 import { SymlinkTargets } from './symlink-targets.js';
 
 export type ReconcilerDeps = KeeperDeps;
@@ -49,6 +50,7 @@ export class Reconciler {
   private readonly firstEvent = new Map<string, bigint>(); // config name → when its pending work began
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
   private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf → sha256 of it
+  private readonly spares: Spares;
   private readonly burst = new BurstLog((count, sample) => this.deps.log.info({ count, files: sample }, 'chained plugin into configs'));
 
   constructor(
@@ -57,6 +59,7 @@ export class Reconciler {
     private netDirOnDisk: string,
   ) {
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
+    this.spares = new Spares(deps.root);
     this.queue = new CoalescingQueue(
       (name) => this.pass(name).finally(() => deps.onPassDone?.()),
       (name, error) => this.failed(name, error),
@@ -100,6 +103,11 @@ export class Reconciler {
     await this.queue.drain();
   }
 
+  /** After the last pass: no spare survives a clean stop. */
+  dispose(): Promise<void> {
+    return this.spares.dispose();
+  }
+
   stop(): void {
     this.burst.flush();
     for (const timer of this.retryTimers.values()) clearTimeout(timer);
@@ -107,6 +115,7 @@ export class Reconciler {
   }
 
   forget(name: string): void {
+    this.spares.drop(`${this.netDirOnDisk}/${name}`);
     this.deps.readiness.delete(name);
     this.targets.remove(name);
     this.lastProblem.delete(name);
@@ -179,6 +188,8 @@ export class Reconciler {
       this.chained(name);
       return;
     }
+    // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
+    const rewrittenAfterOurPatch = this.lastWritten.has(fileKey);
     if (this.fightBackoff(name, fileKey)) return;
 
     const owner = { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
@@ -187,7 +198,9 @@ export class Reconciler {
       await this.upgrade(netDir, name, destName, source, fileKey, content, plan.bytes, owner);
       return;
     }
-    const result = await writeFileAtomic(source.dir, source.name, plan.bytes, { ...owner, expect: content });
+    const spare = this.spares.take(fileKey, source.dir, digest, plan.bytes);
+    const options = { ...owner, expect: content };
+    const result = spare !== undefined ? await landTemp(source.dir, spare, source.name, options, plan.bytes) : await writeFileAtomic(source.dir, source.name, plan.bytes, options);
     if (result === 'stale') {
       // A newer write landed while we patched: never overwrite it; look again.
       this.deps.metrics.staleWrites.inc();
@@ -202,13 +215,16 @@ export class Reconciler {
     if (target !== undefined) this.deps.onTargetPatched?.(target);
     // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
     // otherwise cost 1,000 synchronous log writes on the hot path).
-    this.deps.log.debug({ file: name, target }, 'chained plugin into config');
+    this.deps.log.debug({ file: name, target, spare: spare !== undefined }, 'chained plugin into config');
     this.burst.add(name);
     if (source.linkText !== undefined && source.dir.disk !== netDir.disk) {
       // The runtime watches net.d only: re-create the link so it sees the change.
       touchSymlink(netDir, name, source.linkText);
     }
     this.chained(name);
+    if (rewrittenAfterOurPatch && this.deps.isActive()) {
+      this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, plan.bytes, owner);
+    }
   }
 
   /** The file behind config `name`, or undefined (with its status set) when there is none to patch. */

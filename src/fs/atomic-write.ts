@@ -131,26 +131,56 @@ function setXattrs(fd: number, xattrs: ReadonlyArray<[string, Buffer]>): void {
 export async function writeFileAtomic(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<WriteResult> {
   const bytes = typeof data === 'string' ? Buffer.from(data) : typeof data === 'function' ? undefined : data;
   if (options.expect !== undefined && bytes === undefined) throw new TypeError('writeFileAtomic: expect needs the data as bytes');
+  const tmp = await createTemp(dir, name, data, options);
+  return landTemp(dir, tmp, name, options, bytes);
+}
+
+/**
+ * The first half of a write: a complete, fsynced temp file beside `name`, not yet in place. Its name
+ * carries the hash of `options.expect`, the content it will replace (see cni/names.ts). On failure no
+ * temp file is left.
+ */
+export async function createTemp(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<string> {
+  const bytes = typeof data === 'string' ? Buffer.from(data) : typeof data === 'function' ? undefined : data;
   const tmp = tempNameFor(name, options.expect === undefined ? 'new' : contentHash(options.expect));
-  let tmpExists = false;
+  // Creating and filling a small file is page-cache work: done inline, it saves the event loop
+  // four round trips through the thread pool. Only the fsync, which waits for the disk, goes there.
+  const fd = dir.openEntry(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
   try {
-    // Creating and filling a small file is page-cache work: done inline, it saves the event loop
-    // four round trips through the thread pool. Only the fsync, which waits for the disk, goes there.
-    const fd = dir.openEntry(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-    tmpExists = true;
-    try {
-      if (bytes !== undefined) for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
-      else await (data as Filler)(fd);
-      fchmodSync(fd, options.mode);
-      if (options.mtime !== undefined) futimesSync(fd, options.mtime, options.mtime);
-      const { uid, gid } = options;
-      if (uid !== undefined && gid !== undefined && (uid !== process.getuid?.() || gid !== process.getgid?.())) fchownSync(fd, uid, gid);
-      // After the mode: a POSIX ACL (system.posix_acl_access) then sets the group bits it implies.
-      if (options.xattrs !== undefined && options.xattrs.length > 0) setXattrs(fd, options.xattrs);
-      await fsyncAsync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    if (bytes !== undefined) for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
+    else await (data as Filler)(fd);
+    fchmodSync(fd, options.mode);
+    if (options.mtime !== undefined) futimesSync(fd, options.mtime, options.mtime);
+    const { uid, gid } = options;
+    if (uid !== undefined && gid !== undefined && (uid !== process.getuid?.() || gid !== process.getgid?.())) fchownSync(fd, uid, gid);
+    // After the mode: a POSIX ACL (system.posix_acl_access) then sets the group bits it implies.
+    if (options.xattrs !== undefined && options.xattrs.length > 0) setXattrs(fd, options.xattrs);
+    await fsyncAsync(fd);
+  } catch (err) {
+    closeSync(fd);
+    removeQuietly(dir, tmp);
+    throw err;
+  }
+  closeSync(fd);
+  return tmp;
+}
+
+function removeQuietly(dir: Dir, tmp: string): void {
+  try {
+    dir.unlink(tmp);
+  } catch {
+    // gone already (given back, or never created): nothing is left behind either way
+  }
+}
+
+/**
+ * The second half: the temp file `tmp` (complete and fsynced, see createTemp) swapped in for `name`,
+ * under the same rules as writeFileAtomic, then the directory fsynced. The temp name is gone
+ * afterwards, whatever the outcome.
+ */
+export async function landTemp(dir: Dir, tmp: string, name: string, options: AtomicWriteOptions, bytes: Buffer | undefined): Promise<WriteResult> {
+  let tmpExists = true;
+  try {
     let landing: Landing;
     if (options.noReplace === true) {
       try {
@@ -176,13 +206,7 @@ export async function writeFileAtomic(dir: Dir, name: string, data: string | Buf
     await fsyncDir(dir);
     return 'written';
   } finally {
-    if (tmpExists) {
-      try {
-        dir.unlink(tmp);
-      } catch {
-        // gone already (given back, or never created): nothing is left behind either way
-      }
-    }
+    if (tmpExists) removeQuietly(dir, tmp);
   }
 }
 

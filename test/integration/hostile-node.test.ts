@@ -344,6 +344,24 @@ describe('nodes never left broken', () => {
   });
 });
 
+describe('spare patches', () => {
+  it('a spare left by SIGKILL is classified as our unlanded patch and swept; the file stays correct', async () => {
+    const host = new NodeHost();
+    const original = fixture('10-aws.conflist');
+    host.put('10-aws.conflist', original);
+    const first = await host.started();
+    await waitFor(() => host.isChained('10-aws.conflist'), 'chained');
+    host.put('10-aws.conflist', original); // rewritten after our patch: a spare is prepared
+    await waitFor(() => host.isChained('10-aws.conflist') && temps(host.netDir).length === 1, 'chained again, with a spare ready');
+    await first.stop('SIGKILL');
+    const second = await host.started();
+    await waitFor(() => temps(host.netDir).length === 0, 'the spare swept');
+    expect(host.isChained('10-aws.conflist')).toBe(true);
+    expect((await second.stop()).code).toBe(0);
+    expect(host.read('10-aws.conflist')).toBe(original);
+  });
+});
+
 describe('fights', () => {
   it('15. a primary rewriting every 100 ms for 5 s is never backed off, and chained after each rewrite', async () => {
     const host = new NodeHost();
@@ -358,6 +376,12 @@ describe('fights', () => {
     expect(unchainedAfter).toBe(0);
     expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'))).toEqual([]);
     expect(daemon.count('chained plugin into config')).toBe(50);
+    // The same bytes each time: from the second rewrite on, the prepared patch is swapped in (spares.ts).
+    const spares = daemon.logs.items.filter((l) => l.msg === 'chained plugin into config' && l.spare === true).length;
+    expect(spares).toBeGreaterThanOrEqual(45);
+    expect((await daemon.stop()).code).toBe(0);
+    expect(host.read('10-aws.conflist')).toBe(original);
+    expect(readdirSync(host.netDir).filter((n) => n.includes('.cni-chainer-'))).toEqual([]);
   }, 20_000);
 
   it('15. a primary reverting within milliseconds backs off, doubling, with one warning', async () => {

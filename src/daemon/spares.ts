@@ -1,0 +1,99 @@
+// Spare patches for configs the primary keeps rewriting (in-place mode).
+//
+// Each rewrite by the primary opens a window in which the runtime loads its unchained file, until our
+// patch lands; the window's length is our write and, above all, our fsync of the temp file. Most such
+// rewrites put back the very same bytes (a restarting CNI agent, a config manager). So for a file the
+// primary has rewritten after our patch, the patched version of its current content is kept ready
+// beside it: a complete, fsynced temp file. When the primary writes those same bytes again, the spare
+// is swapped in at once, with no write and no fsync between the primary's rename and ours (the
+// directory fsync follows, as for any write). A primary that writes new content gets the normal path.
+//
+// A spare's temp name carries the hash of the content it will replace, and its content unpatches to
+// exactly that content, so the start-up sweep removes a spare a crash left behind like any unlanded
+// patch.
+import { createHash } from 'node:crypto';
+import { createTemp, type AtomicWriteOptions } from '../fs/atomic-write.js';
+import type { Dir } from '../fs/dir.js';
+import type { HostRoot } from '../fs/host-root.js';
+
+interface Spare {
+  tmp: string;
+  dirHost: string;
+  dirDisk: string;
+  /** sha256 of the content the spare is the patch of. */
+  input: string;
+  output: Buffer;
+}
+
+export class Spares {
+  private readonly spares = new Map<string, Spare>();
+  // The latest preparation per file: one that finishes after a newer one started removes its own temp.
+  private readonly generation = new Map<string, number>();
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(private readonly root: HostRoot) {}
+
+  /**
+   * The spare's temp name when one is ready for exactly this content and this output (it is handed
+   * over: the caller lands it); undefined otherwise.
+   */
+  take(fileKey: string, dir: Dir, inputDigest: string, output: Buffer): string | undefined {
+    const spare = this.spares.get(fileKey);
+    if (spare === undefined || spare.dirDisk !== dir.disk || spare.input !== inputDigest || !spare.output.equals(output)) return undefined;
+    this.spares.delete(fileKey);
+    return spare.tmp;
+  }
+
+  /**
+   * Makes (or replaces) the spare of `name`: `output`, ready to replace `input`. In the background: its
+   * fsync must not hold up the next pass of the file (the primary's next rewrite may come meanwhile,
+   * and then takes the normal path).
+   */
+  prepareSoon(fileKey: string, dirHost: string, dirDisk: string, name: string, input: Buffer, output: Buffer, options: AtomicWriteOptions): void {
+    this.drop(fileKey);
+    const generation = (this.generation.get(fileKey) ?? 0) + 1;
+    this.generation.set(fileKey, generation);
+    const job = (async () => {
+      const dir = this.root.openDir(dirHost, dirDisk);
+      try {
+        const tmp = await createTemp(dir, name, output, { ...options, expect: input });
+        if (this.generation.get(fileKey) !== generation) {
+          dir.unlink(tmp); // superseded (a newer preparation, or a drop) while its fsync ran
+          return;
+        }
+        this.spares.set(fileKey, { tmp, dirHost, dirDisk, input: createHash('sha256').update(input).digest('hex'), output });
+      } finally {
+        dir.close();
+      }
+    })()
+      .catch(() => {
+        // A spare is an optimisation: a full or read-only disk just means the normal path next time.
+      })
+      .finally(() => this.pending.delete(job));
+    this.pending.add(job);
+  }
+
+  /** Removes the spare of `fileKey` (the file is gone, or the agent stops). */
+  drop(fileKey: string, openDir?: Dir): void {
+    this.generation.set(fileKey, (this.generation.get(fileKey) ?? 0) + 1);
+    const spare = this.spares.get(fileKey);
+    if (spare === undefined) return;
+    this.spares.delete(fileKey);
+    try {
+      const dir = openDir !== undefined && openDir.disk === spare.dirDisk ? openDir : this.root.openDir(spare.dirHost, spare.dirDisk);
+      try {
+        dir.unlink(spare.tmp);
+      } finally {
+        if (dir !== openDir) dir.close();
+      }
+    } catch {
+      // its directory is gone, or so is the spare: nothing is left behind either way
+    }
+  }
+
+  /** Waits for preparations under way, then removes every spare. */
+  async dispose(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+    for (const fileKey of [...this.spares.keys()]) this.drop(fileKey);
+  }
+}
