@@ -1,5 +1,5 @@
-// Module entry: the watcher class, rename2, and the inotify constants, all per environment so the
-// addon loads in worker threads too.
+// Module entry: the watcher class, the *at syscalls (fs_at.h), and the inotify, rename and openat2
+// constants, all per environment so the addon loads in worker threads too.
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/openat2.h>
@@ -8,7 +8,6 @@
 
 #include "inotify_watcher.h"
 #include "fs_at.h"
-#include "rename2.h"
 
 namespace {
 
@@ -56,7 +55,6 @@ Napi::Object Constants(Napi::Env env) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("InotifyWatcher", InotifyWatcher::Define(env));
-  exports.Set("rename2", Napi::Function::New(env, Rename2, "rename2"));
   exports.Set("openat2", Napi::Function::New(env, Openat2, "openat2"));
   exports.Set("renameat2", Napi::Function::New(env, Renameat2, "renameat2"));
   exports.Set("unlinkat", Napi::Function::New(env, Unlinkat, "unlinkat"));

@@ -59,7 +59,6 @@ export interface InotifyAddon {
     mask: number,
     onEvents: (events: RawInotifyEvent[], error?: NodeJS.ErrnoException) => void,
   ) => InotifyWatcherHandle;
-  rename2(from: string, to: string, flags: number): void;
   /** openat2(2) with O_CLOEXEC added; returns the fd. */
   openat2(dirfd: number, path: string, flags: number, mode: number, resolve: number): number;
   renameat2(olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number): void;

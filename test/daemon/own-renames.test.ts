@@ -19,7 +19,7 @@ describe('own renames', () => {
     writeFileSync(config, 'v1');
     const ours = path.join(dir, tempNameFor('10-calico.conflist'));
     writeFileSync(ours, 'v1 patched');
-    addon.rename2(ours, config, IN.RENAME_EXCHANGE); // how the agent lands a patch
+    addon.renameat2(IN.AT_FDCWD, ours, IN.AT_FDCWD, config, IN.RENAME_EXCHANGE); // how the agent lands a patch
     writeFileSync(path.join(dir, '.writer'), 'v2');
     renameSync(path.join(dir, '.writer'), config); // how a primary CNI lands a rewrite
     await inbox.until((e) => e.kind === 'moved-out' && e.name === '.writer', "the writer's rename");
