@@ -222,7 +222,9 @@ export class Reconciler {
       touchSymlink(netDir, name, source.linkText);
     }
     this.chained(name);
-    if (rewrittenAfterOurPatch && this.deps.isActive()) {
+    // Only in net.d, where every reader ignores hidden temp names (libcni goes by extension); a link
+    // target's directory belongs to whoever made the link, and may be read by anything.
+    if (rewrittenAfterOurPatch && source.dir.disk === netDir.disk && this.deps.isActive()) {
       this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, plan.bytes, owner);
     }
   }

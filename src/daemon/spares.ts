@@ -1,4 +1,4 @@
-// Spare patches for configs the primary keeps rewriting (in-place mode).
+// Spare patches for configs in net.d that the primary keeps rewriting (in-place mode).
 //
 // Each rewrite by the primary opens a window in which the runtime loads its unchained file, until our
 // patch lands; the window's length is our write and, above all, our fsync of the temp file. Most such
