@@ -187,6 +187,15 @@ async function benchBackend(backend: WatchBackendName, scratch: string) {
   // For profiling the agent: BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
   const agent = new Agent(cli, agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, backend), 'agent', nodeArgs);
+  try {
+    return await measureBackend(backend, agent, observer, netDir);
+  } finally {
+    // A failed phase must not leave the agent running behind the bench.
+    if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGKILL');
+  }
+}
+
+async function measureBackend(backend: WatchBackendName, agent: Agent, observer: Observer, netDir: string) {
   await agent.waitForLog('started');
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const idleRssMiB = agent.rssMiB();
