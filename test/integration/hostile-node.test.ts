@@ -135,6 +135,20 @@ describe('readiness that never lies', () => {
     expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
   });
 
+  it('6. the parcel backend with net.d missing: not ready, watching the path, chained once net.d exists', async () => {
+    const host = new NodeHost({ netDir: false });
+    const port = await freePort();
+    await host.started({ WATCH_BACKEND: 'parcel', HEALTH_PORT: String(port) });
+    const r = await probe(port, '/readyz');
+    expect(r.status).toBe(503);
+    expect(r.body).toContain('does not resolve inside the host root');
+    expect((await probe(port, '/healthz')).status).toBe(200);
+    mkdirSync(host.netDir, { recursive: true });
+    host.putFixture('10-flannel.conflist');
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained once net.d exists', 15_000);
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  });
+
   it('6. net.d a symlink loop: not ready with that reason, and chained once it is fixed', async () => {
     const host = new NodeHost({ netDir: false });
     mkdirSync(path.dirname(host.netDir), { recursive: true });
