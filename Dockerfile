@@ -18,8 +18,10 @@ COPY native ./native
 COPY scripts ./scripts
 COPY src ./src
 # npm ci builds the addon (node-gyp), the TypeScript and the one-file bundle (prepare); then only the
-# runtime dependency that is not bundled is kept: @parcel/watcher, a native module.
-RUN npm ci && npm prune --omit=dev
+# runtime dependency that is not bundled is kept: @parcel/watcher, a native module. The registry's
+# Node (node-linux-<arch>, an optional dependency that runs the build and tests on the image's major
+# on any machine) goes too: the image has its own.
+RUN npm ci && npm prune --omit=dev && rm -rf node_modules/node-linux-* node_modules/.bin/node
 
 # Debian slim rather than distroless: linkerd2-cni's chart runs `/bin/sh -c "kill -15 1; sleep 15s"` as
 # the container's preStop hook, which needs a shell, kill and sleep in the image.

@@ -48,7 +48,12 @@ describe('Dockerfile', () => {
     expect(froms.at(-1)).toBe('node:24-bookworm-slim');
     // The suite must exercise the runtime the image ships (DESIGN §6), not the machine's own Node.
     expect(process.versions.node.split('.')[0]).toBe('24');
-    expect(instructions().find((i) => i.op === 'RUN' && i.args.includes('npm ci'))?.args).toContain('npm prune --omit=dev');
+    const build = instructions().find((i) => i.op === 'RUN' && i.args.includes('npm ci'))?.args;
+    expect(build).toContain('npm prune --omit=dev');
+    // The registry's Node (an optional dependency for the tests) must not ship: the image has its own.
+    expect(build).toContain('rm -rf node_modules/node-linux-*');
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { optionalDependencies: Record<string, string> };
+    for (const version of Object.values(pkg.optionalDependencies)) expect(version.split('.')[0]).toBe('24');
     const labels = instructions().filter((i) => i.op === 'LABEL').map((i) => i.args).join(' ');
     for (const key of ['title', 'description', 'version', 'licenses']) expect(labels).toContain(`org.opencontainers.image.${key}=`);
   });
