@@ -78,12 +78,6 @@ class Observer {
     return this.landings.get(name)?.find((t) => t > after);
   }
 
-  count(): number {
-    let n = 0;
-    for (const list of this.landings.values()) n += list.length;
-    return n;
-  }
-
   close(): Promise<void> {
     return this.watcher.close();
   }

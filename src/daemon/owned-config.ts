@@ -96,9 +96,9 @@ export class OwnedConfig {
     }
   }
 
-  private problem(status: 'invalid' | 'dangling' | 'not-regular' | 'too-large' | 'shadowed' | 'no-primary', detail: string): void {
+  private problem(status: 'invalid' | 'dangling' | 'not-regular' | 'too-large' | 'shadowed', detail: string): void {
     const { readiness, log } = this.deps;
-    readiness.set(this.name, status === 'shadowed' || status === 'no-primary' ? 'error' : status, detail);
+    readiness.set(this.name, status === 'shadowed' ? 'error' : status, detail);
     const key = `${status}: ${detail}`;
     if (this.lastProblem === key) return;
     this.lastProblem = key;
