@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { chainState, ConfigParseError, scanConfig, type ChainedPlugin } from '../cni/conflist.js';
 import { compareNames, libcniOrder } from '../cni/names.js';
 import { readEntry } from '../fs/bounded-read.js';
+import { withDirSync } from '../fs/dir.js';
 import type { HostRoot } from '../fs/host-root.js';
 import { listNodeConfigs } from './node-configs.js';
 
@@ -31,37 +32,26 @@ export interface NodeReport {
 
 function stateOf(root: HostRoot, file: string | undefined, plugin: ChainedPlugin, maxBytes: number): { state: ConfigState; detail?: string } {
   if (file === undefined) return { state: 'unresolved' };
-  let dir;
   try {
-    dir = root.openDir(path.posix.dirname(file));
-  } catch (err) {
-    return { state: 'unresolved', detail: (err as Error).message };
-  }
-  try {
-    const read = readEntry(dir, path.posix.basename(file), maxBytes);
-    if (read.kind === 'too-large') return { state: 'too-large', detail: `${read.size} bytes` };
-    if (read.kind !== 'file') return { state: 'unresolved', detail: read.kind };
-    const config = scanConfig(read.bytes);
-    const state = config.shape === 'single' ? 'not-chained' : chainState(config, plugin);
-    if (state === 'stale-plugin') return { state, detail: 'holds the plugin, but not as configured or not last' };
-    return { state };
+    return withDirSync(root.openDir(path.posix.dirname(file)), (dir) => {
+      const read = readEntry(dir, path.posix.basename(file), maxBytes);
+      if (read.kind === 'too-large') return { state: 'too-large', detail: `${read.size} bytes` };
+      if (read.kind !== 'file') return { state: 'unresolved', detail: read.kind };
+      const config = scanConfig(read.bytes);
+      const state = config.shape === 'single' ? 'not-chained' : chainState(config, plugin);
+      if (state === 'stale-plugin') return { state, detail: 'holds the plugin, but not as configured or not last' };
+      return { state };
+    });
   } catch (err) {
     if (err instanceof ConfigParseError) return { state: 'invalid', detail: err.message };
     return { state: 'unresolved', detail: (err as Error).message };
-  } finally {
-    dir.close();
   }
 }
 
 function binaryPresent(root: HostRoot, binDir: string, name: string): boolean {
   try {
-    const dir = root.openDir(binDir);
-    try {
-      const st = dir.lstat(name);
-      return st !== undefined && st.isFile() && (st.mode & 0o111) !== 0;
-    } finally {
-      dir.close();
-    }
+    const st = withDirSync(root.openDir(binDir), (dir) => dir.lstat(name));
+    return st !== undefined && st.isFile() && (st.mode & 0o111) !== 0;
   } catch {
     return false;
   }

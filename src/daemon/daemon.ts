@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Config } from '../config.js';
 import type { ChainedPlugin } from '../cni/conflist.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
-import type { Dir } from '../fs/dir.js';
+import { withDirSync } from '../fs/dir.js';
 import { HostRoot } from '../fs/host-root.js';
 import { KubeconfigFile } from '../kube/kubeconfig-file.js';
 import type { Logger } from '../log.js';
@@ -400,7 +400,13 @@ export class Daemon {
     if (this.phase === 'active' && this.netDir.state.kind === 'armed') {
       const owner = this.ownership.currentOwner();
       if (this.ownership.isLiveOther(owner)) this.standDown(owner!.instance);
-      else if (owner?.instance === this.instance) await this.ownership.renew().catch(() => this.claim());
+      else if (owner?.instance === this.instance) {
+        try {
+          this.ownership.renew();
+        } catch {
+          await this.claim(); // the owner file is gone, or was replaced by something else
+        }
+      }
       else await this.claim();
     } else if (this.phase === 'passive') {
       this.checkOwnership();
@@ -418,7 +424,7 @@ export class Daemon {
     const dirs = [this.config.netDir, this.config.binDir, ...this.reconciler.targets.targetDirs().map((d) => this.root.fromDisk(d))];
     for (const hostDir of new Set(dirs)) {
       try {
-        const result = withDirSync(this.root, hostDir, (dir) =>
+        const result = withDirSync(this.root.openDir(hostDir), (dir) =>
           sweepTemps(dir, { pluginType: this.plugin.type, maxBytes: this.config.maxConfigBytes, minAgeMs }),
         );
         if (result.restored.length > 0) this.log.warn({ dir: hostDir, files: result.restored }, 'put back a newer write that a crash had left in a temp file');
@@ -484,18 +490,9 @@ export class Daemon {
 /** Removes the owned config file of CNI_PATCH_MODE=owned; true when there was one. */
 export function removeOwnedConfig(root: HostRoot, config: Config): boolean {
   try {
-    return withDirSync(root, config.netDir, (dir) => OwnedConfig.remove(dir, config.ownedConfigName));
+    return withDirSync(root.openDir(config.netDir), (dir) => OwnedConfig.remove(dir, config.ownedConfigName));
   } catch (err) {
     if (isMissing(err)) return false;
     throw err;
-  }
-}
-
-function withDirSync<T>(root: HostRoot, hostDir: string, fn: (dir: Dir) => T): T {
-  const dir = root.openDir(hostDir);
-  try {
-    return fn(dir);
-  } finally {
-    dir.close();
   }
 }

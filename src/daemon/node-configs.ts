@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { isConfigName, isLibcniName } from '../cni/names.js';
 import type { HostRoot } from '../fs/host-root.js';
+import { withDirSync } from '../fs/dir.js';
 import { isMissing } from '../fs/errno.js';
 
 export interface NodeConfig {
@@ -24,7 +25,7 @@ export function listNodeConfigs(root: HostRoot, netDir: string, suffixes: readon
     if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ELOOP') return undefined;
     throw err;
   }
-  try {
+  return withDirSync(dir, (dir) => {
     const configs: NodeConfig[] = [];
     for (const name of dir.list()) {
       if (!isConfigName(name, suffixes) && !(isLibcniName(name) && !name.startsWith('.'))) continue;
@@ -46,7 +47,5 @@ export function listNodeConfigs(root: HostRoot, netDir: string, suffixes: readon
       configs.push(config);
     }
     return configs;
-  } finally {
-    dir.close();
-  }
+  });
 }

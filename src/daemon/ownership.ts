@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { closeSync, constants, futimesSync } from 'node:fs';
 import { writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
-import { withDir } from '../fs/dir.js';
+import { withDir, withDirSync } from '../fs/dir.js';
 import { errnoCode } from '../fs/errno.js';
 import type { HostRoot } from '../fs/host-root.js';
 
@@ -41,22 +41,16 @@ export class Ownership {
 
   /** The current owner; undefined when there is no (readable, regular) owner file. */
   currentOwner(): Owner | undefined {
-    let dir;
     try {
-      dir = this.root.openDir(this.netDir);
+      return withDirSync(this.root.openDir(this.netDir), (dir) => {
+        // Bounded, non-blocking and no-follow: a FIFO or a link to /dev/zero here must not stall us.
+        const read = readEntry(dir, OWNER_FILE_NAME, MAX_OWNER_BYTES);
+        if (read.kind !== 'file') return undefined;
+        const parsed = JSON.parse(read.bytes.toString('utf8')) as Partial<OwnerRecord>;
+        return typeof parsed.instance === 'string' ? { instance: parsed.instance, heartbeatAt: read.stat.mtimeMs } : undefined;
+      });
     } catch {
-      return undefined;
-    }
-    try {
-      // Bounded, non-blocking and no-follow: a FIFO or a link to /dev/zero here must not stall us.
-      const read = readEntry(dir, OWNER_FILE_NAME, MAX_OWNER_BYTES);
-      if (read.kind !== 'file') return undefined;
-      const parsed = JSON.parse(read.bytes.toString('utf8')) as Partial<OwnerRecord>;
-      return typeof parsed.instance === 'string' ? { instance: parsed.instance, heartbeatAt: read.stat.mtimeMs } : undefined;
-    } catch {
-      return undefined;
-    } finally {
-      dir.close();
+      return undefined; // no net.d, or not JSON: nobody (readable) owns the node
     }
   }
 
@@ -72,28 +66,18 @@ export class Ownership {
 
   /**
    * The heartbeat: our claim's mtime set to now. A touch, not a rewrite (no temp file, no fsync): the
-   * idle agent's only periodic work. Falls back to a full claim when the file is gone.
+   * idle agent's only periodic work. Throws when the file is gone (or is a link): the caller claims.
    */
-  async renew(): Promise<void> {
-    const dir = this.root.openDir(this.netDir);
-    try {
-      let fd: number;
-      try {
-        fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
-      } catch (err) {
-        if (errnoCode(err) !== 'ENOENT' && errnoCode(err) !== 'ELOOP') throw err;
-        await writeFileAtomic(dir, OWNER_FILE_NAME, `${JSON.stringify(this.record)}\n`, { mode: 0o644 });
-        return;
-      }
+  renew(): void {
+    withDirSync(this.root.openDir(this.netDir), (dir) => {
+      const fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
       try {
         const now = new Date();
         futimesSync(fd, now, now);
       } finally {
         closeSync(fd);
       }
-    } finally {
-      dir.close();
-    }
+    });
   }
 
   /** Removes the owner file if it is still ours. */
@@ -104,12 +88,7 @@ export class Ownership {
   /** Removes the owner file whoever owns it (`uninstall`: the operator's explicit word). */
   remove(): void {
     try {
-      const dir = this.root.openDir(this.netDir);
-      try {
-        dir.unlink(OWNER_FILE_NAME);
-      } finally {
-        dir.close();
-      }
+      withDirSync(this.root.openDir(this.netDir), (dir) => dir.unlink(OWNER_FILE_NAME));
     } catch (err) {
       if (errnoCode(err) !== 'ENOENT' && errnoCode(err) !== 'ENOTDIR') throw err;
     }

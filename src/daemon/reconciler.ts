@@ -13,7 +13,7 @@ import { planPatch } from '../cni/conflist.js';
 import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
 import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
-import type { Dir } from '../fs/dir.js';
+import { withDirSync, type Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { BurstLog } from './burst-log.js';
 import { CoalescingQueue } from './coalescing-queue.js';
@@ -87,7 +87,7 @@ export class Reconciler {
   scan(): number {
     let names: string[];
     try {
-      names = this.withNetDirSync((dir) => dir.list());
+      names = withDirSync(this.deps.root.openDir(this.deps.config.netDir, this.netDirOnDisk), (dir) => dir.list());
     } catch (err) {
       if (isMissing(err)) return 0;
       throw err;
@@ -120,15 +120,6 @@ export class Reconciler {
     this.targets.remove(name);
     this.lastProblem.delete(name);
     this.firstEvent.delete(name);
-  }
-
-  private withNetDirSync<T>(fn: (dir: Dir) => T): T {
-    const dir = this.deps.root.openDir(this.deps.config.netDir);
-    try {
-      return fn(dir);
-    } finally {
-      dir.close();
-    }
   }
 
   private async pass(name: string): Promise<void> {

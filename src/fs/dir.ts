@@ -114,6 +114,15 @@ export class Dir {
 }
 
 /** Runs `fn` with `dir`, closing it afterwards whatever happens. */
+export function withDirSync<T>(dir: Dir, fn: (dir: Dir) => T): T {
+  try {
+    return fn(dir);
+  } finally {
+    dir.close();
+  }
+}
+
+/** withDirSync for asynchronous work: the directory stays open until `fn` settles. */
 export async function withDir<T>(dir: Dir, fn: (dir: Dir) => Promise<T> | T): Promise<T> {
   try {
     return await fn(dir);
