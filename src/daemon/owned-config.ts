@@ -9,7 +9,6 @@
 // `00-multus.conf` is no primary (Multus takes the first other config as its default network, which
 // is why the owned name sorts after it).
 import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { planPatch } from '../cni/conflist.js';
 import { compareNames, isLibcniName, libcniOrder } from '../cni/names.js';
 import { writeFileAtomic } from '../fs/atomic-write.js';
@@ -18,7 +17,7 @@ import type { Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { SymlinkTargets } from './symlink-targets.js';
+import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 
 
 const KEY = 'owned';
@@ -96,7 +95,7 @@ export class OwnedConfig {
     }
   }
 
-  private problem(status: 'invalid' | 'dangling' | 'not-regular' | 'too-large' | 'shadowed', detail: string): void {
+  private problem(status: 'invalid' | 'dangling' | 'loop' | 'not-regular' | 'too-large' | 'shadowed', detail: string): void {
     const { readiness, log } = this.deps;
     readiness.set(this.name, status === 'shadowed' ? 'error' : status, detail);
     const key = `${status}: ${detail}`;
@@ -148,15 +147,10 @@ export class OwnedConfig {
     const link = dir.lstat(primary)!;
     let targetDir: Dir | undefined;
     if (link.isSymbolicLink()) {
-      const resolved = root.resolve(path.posix.join(config.netDir, primary));
-      if (!resolved.ok || resolved.kind !== 'file') {
-        if (resolved.ok || resolved.code === 'ENOENT') this.targets.set(KEY, root.toDisk(resolved.path));
-        this.problem('dangling', `primary ${primary} is a symlink that does not resolve to a file`);
-        return;
-      }
-      this.targets.set(KEY, root.toDisk(resolved.path));
-      targetDir = root.openDir(path.posix.dirname(resolved.path));
-      source = { dir: targetDir, name: path.posix.basename(resolved.path) };
+      const target = openLinkTarget(root, config.netDir, primary, this.targets, KEY);
+      if (!target.ok) return this.problem(target.status, `primary ${primary}: ${target.detail}`);
+      targetDir = target.dir;
+      source = { dir: target.dir, name: target.name };
     } else {
       this.targets.remove(KEY);
     }

@@ -21,7 +21,7 @@ import type { KeeperDeps } from './config-keeper.js';
 import { FightDetector } from './fight-detector.js';
 import type { ConfigStatus } from './readiness.js';
 import { Spares } from './spares.js';
-import { SymlinkTargets } from './symlink-targets.js';
+import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 
 export type ReconcilerDeps = KeeperDeps;
 
@@ -254,37 +254,14 @@ export class Reconciler {
       this.targets.remove(name);
       return { dir: netDir, name };
     }
-    const { root } = this.deps;
     const linkText = netDir.readlink(name);
-    const resolved = root.resolve(path.posix.join(config.netDir, name));
-    if (!resolved.ok) {
-      if (resolved.code === 'ENOENT') {
-        // Dangling: watch where the target would appear, and patch it when it does.
-        this.targets.set(name, root.toDisk(resolved.path));
-        this.problem(name, 'dangling', `symlink target ${resolved.path} does not exist`);
-      } else {
-        this.targets.remove(name);
-        this.problem(name, resolved.code === 'ELOOP' ? 'loop' : 'dangling', `symlink cannot be resolved: ${resolved.code} at ${resolved.path}`);
-      }
+    const target = openLinkTarget(this.deps.root, config.netDir, name, this.targets, name);
+    if (!target.ok) {
+      this.problem(name, target.status, target.detail);
+      if (target.retrySoon) this.retryLater(name, TRANSIENT_RETRY_MS);
       return undefined;
     }
-    this.targets.set(name, root.toDisk(resolved.path));
-    if (resolved.kind !== 'file') {
-      this.problem(name, 'not-regular', `symlink target ${resolved.path} is not a regular file`);
-      return undefined;
-    }
-    // The target's directory, opened by the kernel inside the host root: whatever is swapped on the
-    // way from now on, the write lands in this directory or nowhere.
-    let dir: Dir;
-    try {
-      dir = root.openDir(path.posix.dirname(resolved.path));
-    } catch (err) {
-      if (!isMissing(err) && errnoCode(err) !== 'ELOOP') throw err;
-      this.problem(name, 'dangling', `symlink target directory changed while resolving: ${errnoCode(err)}`);
-      this.retryLater(name, TRANSIENT_RETRY_MS);
-      return undefined;
-    }
-    return { dir, name: path.posix.basename(resolved.path), linkText };
+    return { dir: target.dir, name: target.name, linkText };
   }
 
   /**

@@ -2,6 +2,40 @@
 // that is not a config name (`05-cilium.conflist-current`): events on the target must still re-patch
 // the link, so the target's directory is watched for as long as some link points into it.
 import path from 'node:path';
+import type { Dir } from '../fs/dir.js';
+import { errnoCode, isMissing } from '../fs/errno.js';
+import type { HostRoot } from '../fs/host-root.js';
+
+export type LinkTarget =
+  | { ok: true; dir: Dir; name: string }
+  | { ok: false; status: 'dangling' | 'loop' | 'not-regular'; detail: string; retrySoon: boolean };
+
+/**
+ * Follows config symlink `link` of net.d (host path `netDir`) inside the host root, records in
+ * `targets` (under `key`) where its target lives so that its directory is watched, and opens the
+ * target's directory, by the kernel inside the root: whatever is swapped on the way from then on, a
+ * write lands in that directory or nowhere. The caller closes `dir`.
+ */
+export function openLinkTarget(root: HostRoot, netDir: string, link: string, targets: SymlinkTargets, key: string): LinkTarget {
+  const resolved = root.resolve(path.posix.join(netDir, link));
+  if (!resolved.ok) {
+    if (resolved.code === 'ENOENT') {
+      // Dangling: watch where the target would appear, and patch it when it does.
+      targets.set(key, root.toDisk(resolved.path));
+      return { ok: false, status: 'dangling', detail: `symlink target ${resolved.path} does not exist`, retrySoon: false };
+    }
+    targets.remove(key);
+    return { ok: false, status: resolved.code === 'ELOOP' ? 'loop' : 'dangling', detail: `symlink cannot be resolved: ${resolved.code} at ${resolved.path}`, retrySoon: false };
+  }
+  targets.set(key, root.toDisk(resolved.path));
+  if (resolved.kind !== 'file') return { ok: false, status: 'not-regular', detail: `symlink target ${resolved.path} is not a regular file`, retrySoon: false };
+  try {
+    return { ok: true, dir: root.openDir(path.posix.dirname(resolved.path)), name: path.posix.basename(resolved.path) };
+  } catch (err) {
+    if (!isMissing(err) && errnoCode(err) !== 'ELOOP') throw err;
+    return { ok: false, status: 'dangling', detail: `symlink target directory changed while resolving: ${errnoCode(err)}`, retrySoon: true };
+  }
+}
 
 export class SymlinkTargets {
   private readonly targetOf = new Map<string, string>(); // link name → target on disk
