@@ -5,7 +5,6 @@
 //   starting → active ⇄ passive (another live instance owns the node) → stopping → stopped
 // net.d's watch, the ownership rule, fights and symlinks each live in their own module.
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import type { Config } from '../config.js';
 import type { ChainedPlugin } from '../cni/conflist.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
@@ -128,7 +127,7 @@ export class Daemon {
       this.log.warn('openat2 is not available (Linux before 5.6): symlinks are resolved inside the host root in userland, which a concurrent directory swap can race');
     }
     // 1. Binaries before any config names them.
-    this.binDirOnDisk = this.ensureDir(this.config.binDir);
+    this.binDirOnDisk = this.root.ensureDir(this.config.binDir);
     const binaries = await installBinaries(this.config.containerBinDir, this.root, this.config.binDir);
     this.installed = binaries.map((b) => b.name);
     this.log.info({ dir: this.config.binDir, binaries: binaries.map((b) => `${b.name}${b.written ? '' : ' (unchanged)'}`) }, 'installed plugin binaries');
@@ -160,28 +159,6 @@ export class Daemon {
     const timer = setInterval(fn, ms);
     timer.unref();
     return timer;
-  }
-
-  /** The disk path of a directory inside the root, created (inside the root) when missing. */
-  private ensureDir(hostPath: string): string {
-    // One missing level at a time, each created inside its parent as the kernel resolved it inside
-    // the root: an absolute symlink on the way (/opt/cni/bin -> /x) means the host's /x, never the
-    // container's.
-    for (let level = 0; level < 64; level++) {
-      const disk = this.root.dirOnDisk(hostPath);
-      if (disk !== undefined) return disk;
-      const resolved = this.root.resolve(hostPath);
-      if (resolved.ok || resolved.code !== 'ENOENT') break;
-      const parent = this.root.openDir(path.posix.dirname(resolved.path));
-      try {
-        parent.mkdir(path.posix.basename(resolved.path));
-      } catch (err) {
-        if (errnoCode(err) !== 'EEXIST') throw err;
-      } finally {
-        parent.close();
-      }
-    }
-    throw Object.assign(new Error(`${hostPath} is not a directory inside the host root`), { code: 'ENOTDIR' });
   }
 
   /** Stops watching; unless another instance owns the node, removes everything `run` installed. */

@@ -8,7 +8,7 @@ import { constants, lstatSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { addon, IN } from '../watch/addon.js';
 import { Dir, kernelHasOpenat2 } from './dir.js';
-import { isMissing } from './errno.js';
+import { errnoCode, isMissing } from './errno.js';
 import { resolveInRoot, type Entry, type Resolution } from './resolve-in-root.js';
 
 export class HostRoot {
@@ -68,6 +68,28 @@ export class HostRoot {
       throw err;
     }
   };
+
+  /** The disk path of a directory inside the root, created (inside the root) when missing. */
+  ensureDir(hostPath: string): string {
+    // One missing level at a time, each created inside its parent as the kernel resolved it inside
+    // the root: an absolute symlink on the way (/opt/cni/bin -> /x) means the host's /x, never the
+    // container's.
+    for (let level = 0; level < 64; level++) {
+      const disk = this.dirOnDisk(hostPath);
+      if (disk !== undefined) return disk;
+      const resolved = this.resolve(hostPath);
+      if (resolved.ok || resolved.code !== 'ENOENT') break;
+      const parent = this.openDir(path.posix.dirname(resolved.path));
+      try {
+        parent.mkdir(path.posix.basename(resolved.path));
+      } catch (err) {
+        if (errnoCode(err) !== 'EEXIST') throw err;
+      } finally {
+        parent.close();
+      }
+    }
+    throw Object.assign(new Error(`${hostPath} is not a directory inside the host root`), { code: 'ENOTDIR' });
+  }
 
   /**
    * A directory's disk path with the symlinks on its way resolved inside the root: some hosts make
