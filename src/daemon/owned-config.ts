@@ -8,11 +8,11 @@
 // The primary is the first config libcni would load once ours is set aside; Multus' own
 // `00-multus.conf` is no primary (Multus takes the first other config as its default network, which
 // is why the owned name sorts after it).
-import { createHash } from 'node:crypto';
 import { planPatch } from '../cni/conflist.js';
 import { compareNames, isLibcniName, libcniOrder } from '../cni/names.js';
 import { writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
+import { sha256 } from '../fs/content-hash.js';
 import type { Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
@@ -24,10 +24,6 @@ const KEY = 'owned';
 
 function isMultus(name: string): boolean {
   return name.startsWith('00-multus');
-}
-
-function sha256(data: Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
 }
 
 

@@ -6,13 +6,13 @@
 // the pure planner, and writes atomically relative to that directory only when something changes. What
 // we wrote is remembered by hash, so a pass that finds our own write (the parcel backend has no rename
 // cookies to tell) costs one read and no scan.
-import { createHash } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { planPatch } from '../cni/conflist.js';
 import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
 import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry } from '../fs/bounded-read.js';
+import { sha256 } from '../fs/content-hash.js';
 import { withDirSync, type Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { BurstLog } from './burst-log.js';
@@ -24,10 +24,6 @@ import { Spares } from './spares.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 
 export type ReconcilerDeps = KeeperDeps;
-
-function sha256(data: Buffer): string {
-  return createHash('sha256').update(data).digest('hex');
-}
 
 /** The file behind a config name: the directory it lives in (open), and its name there. */
 interface Source {
@@ -216,7 +212,7 @@ export class Reconciler {
     // Only in net.d, where every reader ignores hidden temp names (libcni goes by extension); a link
     // target's directory belongs to whoever made the link, and may be read by anything.
     if (rewrittenAfterOurPatch && source.dir.disk === netDir.disk && this.deps.isActive()) {
-      this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, plan.bytes, owner);
+      this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, digest, plan.bytes, owner);
     }
   }
 
@@ -295,8 +291,9 @@ export class Reconciler {
       this.retryLater(name, TRANSIENT_RETRY_MS);
       return;
     }
-    this.lastWritten.set(path.join(netDir.disk, destName), sha256(text));
-    this.upgraded.set(destName, sha256(text));
+    const written = sha256(text);
+    this.lastWritten.set(path.join(netDir.disk, destName), written);
+    this.upgraded.set(destName, written);
     // The .conf is gone once converted: its re-creation is a revert, counted like any other.
     this.lastWritten.set(fileKey, 'converted');
     this.fights.wrote(fileKey);

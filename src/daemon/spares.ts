@@ -11,7 +11,6 @@
 // A spare's temp name carries the hash of the content it will replace, and its content unpatches to
 // exactly that content, so the start-up sweep removes a spare a crash left behind like any unlanded
 // patch.
-import { createHash } from 'node:crypto';
 import { createTemp, type AtomicWriteOptions } from '../fs/atomic-write.js';
 import type { Dir } from '../fs/dir.js';
 import type { HostRoot } from '../fs/host-root.js';
@@ -49,7 +48,7 @@ export class Spares {
    * fsync must not hold up the next pass of the file (the primary's next rewrite may come meanwhile,
    * and then takes the normal path).
    */
-  prepareSoon(fileKey: string, dirHost: string, dirDisk: string, name: string, input: Buffer, output: Buffer, options: AtomicWriteOptions): void {
+  prepareSoon(fileKey: string, dirHost: string, dirDisk: string, name: string, input: Buffer, inputDigest: string, output: Buffer, options: AtomicWriteOptions): void {
     this.drop(fileKey);
     const generation = (this.generation.get(fileKey) ?? 0) + 1;
     this.generation.set(fileKey, generation);
@@ -61,7 +60,7 @@ export class Spares {
           dir.unlink(tmp); // superseded (a newer preparation, or a drop) while its fsync ran
           return;
         }
-        this.spares.set(fileKey, { tmp, dirHost, dirDisk, input: createHash('sha256').update(input).digest('hex'), output });
+        this.spares.set(fileKey, { tmp, dirHost, dirDisk, input: inputDigest, output });
       } finally {
         dir.close();
       }

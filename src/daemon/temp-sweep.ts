@@ -12,7 +12,7 @@
 // Runs at start, before the first scan, and at every resync for temps older than a live writer's.
 import { planUnpatch } from '../cni/conflist.js';
 import { nameHash, parseTempName, isOwnTempName } from '../cni/names.js';
-import { contentHash } from '../fs/atomic-write.js';
+import { contentHash } from '../fs/content-hash.js';
 import { readEntry } from '../fs/bounded-read.js';
 import type { Dir } from '../fs/dir.js';
 import { errnoCode } from '../fs/errno.js';

@@ -14,11 +14,11 @@
 // The fsyncs (and the unlink of a swapped-out old version) run on libuv's thread pool, so that during a
 // storm the event loop keeps dispatching other files' patches and their fsyncs share journal commits.
 import { closeSync, constants, fchmodSync, fchownSync, fsync, futimesSync, writeSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { tempNameFor } from '../cni/names.js';
 import { addon, IN } from '../watch/addon.js';
 import { readEntry } from './bounded-read.js';
+import { contentHash } from './content-hash.js';
 import type { Dir } from './dir.js';
 import { fsyncDir } from './dir-sync.js';
 import { errnoCode } from './errno.js';
@@ -43,11 +43,6 @@ export interface AtomicWriteOptions {
 export type Filler = (fd: number) => Promise<void>;
 
 export type WriteResult = 'written' | 'stale';
-
-/** The 12-hex-digit content hash that temp names carry. */
-export function contentHash(data: Buffer): string {
-  return createHash('sha256').update(data).digest('hex').slice(0, 12);
-}
 
 // Filesystems without renameat2 flags (some network ones) answer EINVAL: fall back to rename(2) with a
 // content re-check just before it, which narrows the race to microseconds instead of closing it.
