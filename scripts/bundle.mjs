@@ -4,6 +4,20 @@
 // @parcel/watcher (a native module, loaded only when WATCH_BACKEND=parcel) stay outside.
 import { build } from 'esbuild';
 
+// prom-client's index requires its Pushgateway client, which loads http, https and zlib (and with
+// https, TLS) at start: ~8 MiB of RSS in a process that never pushes. The agent is scraped; this
+// module stands in for the Pushgateway and says so if anything ever constructs one.
+const withoutPushgateway = {
+  name: 'without-pushgateway',
+  setup(b) {
+    b.onResolve({ filter: /\/lib\/pushgateway$/ }, (args) => (args.importer.includes('prom-client') ? { path: args.path, namespace: 'no-pushgateway' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'no-pushgateway' }, () => ({
+      contents: "module.exports = class Pushgateway { constructor() { throw new Error('cni-chainer is built without prom-client\\'s Pushgateway'); } };",
+      loader: 'js',
+    }));
+  },
+};
+
 await build({
   entryPoints: ['dist/src/cli.js'],
   outfile: 'dist/cni-chainer.mjs',
@@ -14,6 +28,7 @@ await build({
   external: ['@parcel/watcher'],
   // CommonJS libraries (pino, prom-client) call require() for Node's built-ins.
   banner: { js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
+  plugins: [withoutPushgateway],
   legalComments: 'none',
   logLevel: 'warning',
 });

@@ -2,7 +2,9 @@
 // line each naming the variable; the CLI exits 2 on any of them.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+// zod/mini rather than zod's classic API: the same validator, tree-shaken to what is used. Bundled,
+// the classic API costs ~13 MiB of RSS at start (measured: 15.3 vs 2.6 MiB over a bare node).
+import * as z from 'zod/mini';
 import { ConfigParseError, parsePlugin, type ChainedPlugin } from './cni/conflist.js';
 import { compareNames, isConfigName, isLibcniName, isTempName, parseTempName } from './cni/names.js';
 
@@ -18,22 +20,26 @@ const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'
 
 // Kubernetes manifests often carry `value: ""`; an empty variable means "use the default".
 const unsetIfEmpty = (v: unknown) => (v === '' ? undefined : v);
-const optional = <T extends z.ZodType>(schema: T) => z.preprocess(unsetIfEmpty, schema.optional());
-const withDefault = <T extends z.ZodType>(schema: T, fallback: string) =>
-  z.preprocess((v) => unsetIfEmpty(v) ?? fallback, schema);
+const optional = <T extends z.ZodMiniType>(schema: T) => z.pipe(z.transform(unsetIfEmpty), z.optional(schema));
+const withDefault = <T extends z.ZodMiniType>(schema: T, fallback: string) =>
+  z.pipe(
+    z.transform<unknown, unknown>((v) => unsetIfEmpty(v) ?? fallback),
+    schema,
+  );
 
-const absolutePath = z.string().refine((p) => path.isAbsolute(p), 'expected an absolute path');
+const fileName = (message: string) => z.string().check(z.regex(/^[^/\0]+$/, message));
+const absolutePath = z.string().check(z.refine((p) => path.isAbsolute(p), 'expected an absolute path'));
 const integer = (min: number, max: number) =>
   z
-    .string()
-    .regex(/^\d+$/, `expected a whole number from ${min} to ${max}`)
-    .transform(Number)
-    .refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`);
-const boolean = z
-  .string()
-  .transform((s) => s.toLowerCase())
-  .pipe(z.enum(['true', 'false'], { message: 'expected true or false' }))
-  .transform((s) => s === 'true');
+    .pipe(z.string().check(z.regex(/^\d+$/, `expected a whole number from ${min} to ${max}`)), z.transform(Number))
+    .check(z.refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`));
+const boolean = z.pipe(
+  z.pipe(
+    z.pipe(z.string(), z.transform((s) => s.toLowerCase())),
+    z.enum(['true', 'false'], { message: 'expected true or false' }),
+  ),
+  z.transform((s) => s === 'true'),
+);
 
 const envSchema = z.object({
   CONTAINER_MOUNT_PREFIX: withDefault(absolutePath, '/host'),
@@ -43,14 +49,14 @@ const envSchema = z.object({
   CNI_NETWORK_CONFIG: optional(z.string()),
   CNI_NETWORK_CONFIG_FILE: optional(absolutePath),
   KUBECONFIG_FILE_NAME: withDefault(
-    z.string().regex(/^[^/\0]+$/, 'expected a file name without "/"').refine((s) => s !== '.' && s !== '..', 'expected a file name'),
+    fileName('expected a file name without "/"').check(z.refine((s) => s !== '.' && s !== '..', 'expected a file name')),
     'ZZZ-linkerd-cni-kubeconfig',
   ),
   KUBECONFIG_MODE: withDefault(
-    z
-      .string()
-      .regex(/^0?[0-7]{3}$/, 'expected an octal file mode such as 600')
-      .transform((s) => parseInt(s, 8)),
+    z.pipe(
+      z.string().check(z.regex(/^0?[0-7]{3}$/, 'expected an octal file mode such as 600')),
+      z.transform((s) => parseInt(s, 8)),
+    ),
     '600',
   ),
   KUBERNETES_SERVICE_HOST: optional(z.string()),
@@ -61,9 +67,11 @@ const envSchema = z.object({
   SKIP_TLS_VERIFY: withDefault(boolean, 'false'),
   CNI_CONF_SUFFIXES: withDefault(
     z
-      .string()
-      .transform((s) => s.split(',').map((x) => x.trim().toLowerCase()).filter((x) => x !== ''))
-      .refine((list) => list.length > 0 && list.every((x) => /^\.[^/]+$/.test(x)), 'expected a comma-separated list of suffixes starting with "."'),
+      .pipe(
+        z.string(),
+        z.transform((s) => s.split(',').map((x) => x.trim().toLowerCase()).filter((x) => x !== '')),
+      )
+      .check(z.refine((list) => list.length > 0 && list.every((x) => /^\.[^/]+$/.test(x)), 'expected a comma-separated list of suffixes starting with "."')),
     '.conflist,.conf',
   ),
   LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { message: `expected one of ${LOG_LEVELS.join(', ')}` }), 'info'),
@@ -76,7 +84,7 @@ const envSchema = z.object({
   SHUTDOWN_TIMEOUT_S: withDefault(integer(1, 3600), '25'),
   LOG_FORMAT: withDefault(z.enum(['json', 'text'], { message: 'expected json or text' }), 'json'),
   CNI_PATCH_MODE: withDefault(z.enum(['in-place', 'owned'], { message: 'expected in-place or owned' }), 'in-place'),
-  CNI_OWNED_CONFIG_NAME: withDefault(z.string().regex(/^[^/\0]+$/, 'expected a file name without "/"'), DEFAULT_OWNED_CONFIG_NAME),
+  CNI_OWNED_CONFIG_NAME: withDefault(fileName('expected a file name without "/"'), DEFAULT_OWNED_CONFIG_NAME),
 });
 
 /** Every variable the daemon reads; deploy/daemonset.yaml may set no other. */
@@ -181,7 +189,7 @@ function harmfulValues(env: Env): string[] {
 
 /** Validates the environment; throws ConfigError listing every problem. */
 export function loadConfig(environment: NodeJS.ProcessEnv): Config {
-  const result = envSchema.safeParse(environment);
+  const result = z.safeParse(envSchema, environment);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => {
       const name = String(issue.path[0] ?? 'environment');
