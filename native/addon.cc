@@ -7,6 +7,7 @@
 #include <sys/inotify.h>
 
 #include "inotify_watcher.h"
+#include "entry_io.h"
 #include "fs_at.h"
 
 namespace {
@@ -62,6 +63,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("readlinkat", Napi::Function::New(env, Readlinkat, "readlinkat"));
   exports.Set("xattrs", Napi::Function::New(env, Xattrs, "xattrs"));
   exports.Set("fsetxattr", Napi::Function::New(env, Fsetxattr, "fsetxattr"));
+  exports.Set("readEntryAt", Napi::Function::New(env, ReadEntryAt, "readEntryAt"));
+  exports.Set("replaceEntryAt", Napi::Function::New(env, ReplaceEntryAt, "replaceEntryAt"));
   exports.Set("constants", Constants(env));
   return exports;
 }

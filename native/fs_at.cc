@@ -10,25 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "args.h"
 #include "errors.h"
 
-namespace {
-
-int IntArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsNumber()) {
-    throw Napi::TypeError::New(info.Env(), std::string(what) + " must be a number");
-  }
-  return info[i].As<Napi::Number>().Int32Value();
-}
-
-std::string StringArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsString()) {
-    throw Napi::TypeError::New(info.Env(), std::string(what) + " must be a string");
-  }
-  return info[i].As<Napi::String>();
-}
-
-}  // namespace
 
 Napi::Value Openat2(const Napi::CallbackInfo& info) {
   const int dirfd = IntArg(info, 0, "dirfd");
@@ -84,9 +68,9 @@ Napi::Value Readlinkat(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), buf.data(), static_cast<size_t>(n));
 }
 
-Napi::Value Xattrs(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const int fd = IntArg(info, 0, "fd");
+Napi::Value Xattrs(const Napi::CallbackInfo& info) { return ReadXattrs(info.Env(), IntArg(info, 0, "fd")); }
+
+Napi::Array ReadXattrs(Napi::Env env, int fd) {
   Napi::Array result = Napi::Array::New(env);
   // The list can grow between the size query and the read (ERANGE): ask again.
   std::vector<char> names;

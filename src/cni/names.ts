@@ -51,8 +51,19 @@ export const NAME_MAX = 255;
 const NAME_PREFIX_BYTES = 96;
 
 /** A short hash of a name, so that a temp name identifies its target whatever that name's length. */
+// Every write names a temp file after its target: remember the hashes of recent names rather than
+// hash the same few names again on every write (a storm writes each config once, a fight many times).
+const nameHashes = new Map<string, string>();
+const NAME_HASHES_KEPT = 4096;
+
 export function nameHash(name: string): string {
-  return createHash('sha256').update(name).digest('hex').slice(0, 12);
+  let hash = nameHashes.get(name);
+  if (hash === undefined) {
+    hash = createHash('sha256').update(name).digest('hex').slice(0, 12);
+    if (nameHashes.size >= NAME_HASHES_KEPT) nameHashes.clear();
+    nameHashes.set(name, hash);
+  }
+  return hash;
 }
 
 function prefixOf(name: string): string {

@@ -39,4 +39,6 @@ export interface ConfigKeeper {
   /** After the last pass has finished: remove whatever the keeper keeps beside the configs. */
   dispose(): Promise<void>;
   setNetDir(netDirOnDisk: string): void;
+  /** net.d was removed or moved away (its watch said so): no new pass may use a handle opened before. */
+  netDirGone(): void;
 }

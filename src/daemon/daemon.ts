@@ -238,6 +238,7 @@ export class Daemon {
   private onNetDirEvent(event: WatchEvent): void {
     if (event.kind === 'dir-gone') {
       this.log.warn({ dir: this.config.netDir }, 'config directory is gone: following its path');
+      this.reconciler.netDirGone();
       this.netDir.onNetDirGone();
       return;
     }

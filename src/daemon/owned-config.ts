@@ -58,6 +58,10 @@ export class OwnedConfig {
     this.targets.setNetDir(netDirOnDisk);
   }
 
+  netDirGone(): void {
+    // Every pass opens net.d by its path: no handle outlives it.
+  }
+
   /** Every config event matters: any of them may change which file is the primary, or its content. */
   concerns(name: string): boolean {
     return isLibcniName(name) && !name.startsWith('.');

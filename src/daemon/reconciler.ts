@@ -11,9 +11,10 @@ import path from 'node:path';
 import { planPatch } from '../cni/conflist.js';
 import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
 import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
-import { readEntry } from '../fs/bounded-read.js';
-import { sha256 } from '../fs/content-hash.js';
+import { readEntry, type EntryRead } from '../fs/bounded-read.js';
+import { contentHashOfDigest, sha256 } from '../fs/content-hash.js';
 import { withDirSync, type Dir } from '../fs/dir.js';
+import { SharedDir } from '../fs/shared-dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { BurstLog } from './burst-log.js';
 import { CoalescingQueue } from './coalescing-queue.js';
@@ -47,6 +48,7 @@ export class Reconciler {
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
   private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf → sha256 of it
   private readonly spares: Spares;
+  private readonly netDirHandle: SharedDir;
   private readonly burst = new BurstLog((count, sample) => this.deps.log.info({ count, files: sample }, 'chained plugin into configs'));
 
   constructor(
@@ -56,6 +58,7 @@ export class Reconciler {
   ) {
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
     this.spares = new Spares(deps.root);
+    this.netDirHandle = new SharedDir(() => deps.root.openDir(deps.config.netDir, this.netDirOnDisk));
     this.queue = new CoalescingQueue(
       (name) => this.pass(name).finally(() => deps.onPassDone?.()),
       (name, error) => this.failed(name, error),
@@ -64,6 +67,7 @@ export class Reconciler {
 
   /** net.d was re-resolved (re-created, or its path now leads elsewhere). */
   setNetDir(netDirOnDisk: string): void {
+    this.netDirHandle.retire();
     this.netDirOnDisk = netDirOnDisk;
     this.targets.setNetDir(netDirOnDisk);
   }
@@ -79,8 +83,15 @@ export class Reconciler {
     this.queue.trigger(name);
   }
 
+  /** net.d was removed or moved away: the next pass opens it by its path again. */
+  netDirGone(): void {
+    this.netDirHandle.retire();
+  }
+
   /** Lists net.d, forgets configs that are gone and triggers a pass of every config present. */
   scan(): number {
+    // A resync looks up net.d by its path again, whatever the watches said.
+    this.netDirHandle.retire();
     let names: string[];
     try {
       names = withDirSync(this.deps.root.openDir(this.deps.config.netDir, this.netDirOnDisk), (dir) => dir.list());
@@ -105,6 +116,7 @@ export class Reconciler {
   }
 
   stop(): void {
+    this.netDirHandle.retire();
     this.burst.flush();
     for (const timer of this.retryTimers.values()) clearTimeout(timer);
     this.retryTimers.clear();
@@ -120,28 +132,76 @@ export class Reconciler {
 
   private async pass(name: string): Promise<void> {
     if (!this.deps.isActive()) return;
-    let netDir: Dir;
     try {
-      netDir = this.deps.root.openDir(this.deps.config.netDir, this.netDirOnDisk);
+      await this.netDirHandle.use((netDir) => this.passIn(netDir, name));
     } catch (err) {
       if (isMissing(err)) return; // net.d is gone: the daemon re-arms and rescans
       throw err;
     }
-    let source: Source | undefined;
+  }
+
+  private async passIn(netDir: Dir, name: string): Promise<void> {
+    const { config, readiness } = this.deps;
+    if (!isConfigName(name, config.suffixes)) {
+      this.notOurs(netDir, name);
+      return;
+    }
+    // Read first: for a regular file (nearly every pass) that one call is all the I/O before planning.
+    const read = readEntry(netDir, name, config.maxConfigBytes, true);
+    if (read.kind === 'missing') {
+      this.forget(name);
+      // The runtime may now load another file: in primary scope that one needs a look.
+      if (config.scope === 'primary') this.scan();
+      return;
+    }
+    if (read.kind === 'not-regular') {
+      // Directories, FIFOs and devices are never configs: libcni skips them too.
+      this.forget(name);
+      return;
+    }
+    if (config.scope === 'primary' && name !== this.primaryName(netDir)) {
+      readiness.set(name, 'out-of-scope');
+      return;
+    }
+    if (read.kind !== 'symlink') {
+      this.targets.remove(name);
+      await this.patch(netDir, name, { dir: netDir, name }, read);
+      return;
+    }
+    const linkText = netDir.readlink(name);
+    const target = openLinkTarget(this.deps.root, config.netDir, name, this.targets, name);
+    if (!target.ok) {
+      this.problem(name, target.status, target.detail);
+      if (target.retrySoon) this.retryLater(name, TRANSIENT_RETRY_MS);
+      return;
+    }
     try {
-      source = this.source(netDir, name);
-      if (source !== undefined) await this.patch(netDir, name, source);
+      await this.patch(netDir, name, { dir: target.dir, name: target.name, linkText }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
     } finally {
-      if (source !== undefined && source.dir !== netDir) source.dir.close();
-      netDir.close();
+      target.dir.close();
     }
   }
 
-  private async patch(netDir: Dir, name: string, source: Source): Promise<void> {
+  /** A name the runtime may load that CNI_CONF_SUFFIXES leaves out: a status if it is a file or link. */
+  private notOurs(netDir: Dir, name: string): void {
+    let link: Stats | undefined;
+    try {
+      link = netDir.lstat(name);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOTDIR') throw err;
+    }
+    if (link === undefined || (!link.isFile() && !link.isSymbolicLink())) {
+      this.forget(name);
+      return;
+    }
+    this.targets.remove(name);
+    this.deps.readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${this.deps.config.suffixes.join(',')}) leaves it out`);
+  }
+
+  private async patch(netDir: Dir, name: string, source: Source, read: EntryRead): Promise<void> {
     const since = this.firstEvent.get(name) ?? process.hrtime.bigint();
     this.firstEvent.delete(name);
     const { plugin, config } = this.deps;
-    const read = readEntry(source.dir, source.name, config.maxConfigBytes, true);
     switch (read.kind) {
       case 'missing':
         return; // removed meanwhile: its own event follows
@@ -186,7 +246,7 @@ export class Reconciler {
       return;
     }
     const spare = this.spares.take(fileKey, source.dir, digest, plan.bytes);
-    const options = { ...owner, expect: content };
+    const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
     const result = spare !== undefined ? await landTemp(source.dir, spare, source.name, options, plan.bytes) : await writeFileAtomic(source.dir, source.name, plan.bytes, options);
     if (result === 'stale') {
       // A newer write landed while we patched: never overwrite it; look again.
@@ -214,50 +274,6 @@ export class Reconciler {
     if (rewrittenAfterOurPatch && source.dir.disk === netDir.disk && this.deps.isActive()) {
       this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, digest, plan.bytes, owner);
     }
-  }
-
-  /** The file behind config `name`, or undefined (with its status set) when there is none to patch. */
-  private source(netDir: Dir, name: string): Source | undefined {
-    const { config, readiness } = this.deps;
-    let link: Stats | undefined;
-    try {
-      link = netDir.lstat(name);
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOTDIR') throw err;
-    }
-    if (link === undefined) {
-      this.forget(name);
-      // The runtime may now load another file: in primary scope that one needs a look.
-      if (config.scope === 'primary') this.scan();
-      return undefined;
-    }
-    if (!link.isFile() && !link.isSymbolicLink()) {
-      // Directories, FIFOs and devices are never configs: libcni skips them too (and a FIFO must
-      // never be opened for reading, which would block).
-      this.forget(name);
-      return undefined;
-    }
-    if (!isConfigName(name, config.suffixes)) {
-      this.targets.remove(name);
-      readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${config.suffixes.join(',')}) leaves it out`);
-      return undefined;
-    }
-    if (config.scope === 'primary' && name !== this.primaryName(netDir)) {
-      readiness.set(name, 'out-of-scope');
-      return undefined;
-    }
-    if (link.isFile()) {
-      this.targets.remove(name);
-      return { dir: netDir, name };
-    }
-    const linkText = netDir.readlink(name);
-    const target = openLinkTarget(this.deps.root, config.netDir, name, this.targets, name);
-    if (!target.ok) {
-      this.problem(name, target.status, target.detail);
-      if (target.retrySoon) this.retryLater(name, TRANSIENT_RETRY_MS);
-      return undefined;
-    }
-    return { dir: target.dir, name: target.name, linkText };
   }
 
   /**

@@ -11,8 +11,12 @@
 // sweep at the next start finds a temp whose content is not that hash and puts it back
 // (fs/stranded-temps.ts).
 //
-// The fsyncs (and the unlink of a swapped-out old version) run on libuv's thread pool, so that during a
-// storm the event loop keeps dispatching other files' patches and their fsyncs share journal commits.
+// A write of bytes is one call into the addon (native/entry_io.h) that runs the whole sequence (create,
+// fill, chmod, chown, xattrs, fsync, exchange, compare, unlink) on libuv's thread pool: during a storm
+// the event loop only plans patches and hands them out, and the pool's threads write many files at
+// once, so their fsyncs share journal commits. The directory fsync after the landing is shared too
+// (fs/dir-sync.ts). A streamed copy (a Filler: the plugin binary) and a prepared spare (landTemp) keep
+// the step-by-step path below.
 import { closeSync, constants, fchmodSync, fchownSync, fsync, futimesSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { tempNameFor } from '../cni/names.js';
@@ -37,6 +41,8 @@ export interface AtomicWriteOptions {
   noReplace?: boolean;
   /** Modification time to give the new file (copied binaries keep their source's, to compare cheaply). */
   mtime?: Date;
+  /** contentHash(expect), when the caller has it already (it names the temp file). */
+  expectHash?: string;
 }
 
 /** Fills the temp file itself (a streamed copy), instead of a buffer held in memory. */
@@ -126,8 +132,49 @@ function setXattrs(fd: number, xattrs: ReadonlyArray<[string, Buffer]>): void {
 export async function writeFileAtomic(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<WriteResult> {
   const bytes = typeof data === 'string' ? Buffer.from(data) : typeof data === 'function' ? undefined : data;
   if (options.expect !== undefined && bytes === undefined) throw new TypeError('writeFileAtomic: expect needs the data as bytes');
+  if (bytes !== undefined && options.mtime === undefined) return writeBytes(dir, name, bytes, options);
   const tmp = await createTemp(dir, name, data, options);
   return landTemp(dir, tmp, name, options, bytes);
+}
+
+const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
+
+/** writeFileAtomic of bytes: one native call, then the shared directory fsync. */
+async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
+  const { expect } = options;
+  const tmp = tempNameFor(name, expect === undefined ? 'new' : (options.expectHash ?? contentHash(expect)));
+  const landing = options.noReplace === true ? LANDING.noReplace : expect === undefined ? LANDING.rename : exchangeSupported ? LANDING.exchange : undefined;
+  if (landing === undefined) {
+    // No RENAME_EXCHANGE here (found out earlier): the step-by-step path re-checks and renames.
+    const made = await createTemp(dir, name, bytes, options);
+    return landTemp(dir, made, name, options, bytes);
+  }
+  const ids = ownerIds(options);
+  const xattrs = (options.xattrs ?? []).map(([key, value]): [string, Buffer, boolean] => [key, value, OPTIONAL_XATTR.test(key)]);
+  const result = await dir.callAsync(name, () => addon.replaceEntryAt(dir.fd, tmp, name, bytes, options.mode, ids.uid, ids.gid, xattrs, landing, expect));
+  switch (result) {
+    case 'stale':
+      return 'stale';
+    case 'swapped':
+      giveBack(dir, tmp, name, bytes);
+      return 'stale';
+    case 'unsupported':
+      exchangeSupported = false;
+      return landTemp(dir, tmp, name, options, bytes);
+  }
+  await fsyncDir(dir);
+  return 'written';
+}
+
+// The agent's own identity does not change while it runs.
+const OWN_UID = process.getuid?.() ?? -1;
+const OWN_GID = process.getgid?.() ?? -1;
+
+/** The owner to give a new file, or -1 for "as created" (the agent's own, which a chown would not change). */
+function ownerIds(options: AtomicWriteOptions): { uid: number; gid: number } {
+  const { uid, gid } = options;
+  if (uid === undefined || gid === undefined || (uid === OWN_UID && gid === OWN_GID)) return { uid: -1, gid: -1 };
+  return { uid, gid };
 }
 
 /**
@@ -137,7 +184,7 @@ export async function writeFileAtomic(dir: Dir, name: string, data: string | Buf
  */
 export async function createTemp(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<string> {
   const bytes = typeof data === 'string' ? Buffer.from(data) : typeof data === 'function' ? undefined : data;
-  const tmp = tempNameFor(name, options.expect === undefined ? 'new' : contentHash(options.expect));
+  const tmp = tempNameFor(name, options.expect === undefined ? 'new' : (options.expectHash ?? contentHash(options.expect)));
   // Creating and filling a small file is page-cache work: done inline, it saves the event loop
   // four round trips through the thread pool. Only the fsync, which waits for the disk, goes there.
   const fd = dir.openEntry(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
@@ -146,8 +193,8 @@ export async function createTemp(dir: Dir, name: string, data: string | Buffer |
     else await (data as Filler)(fd);
     fchmodSync(fd, options.mode);
     if (options.mtime !== undefined) futimesSync(fd, options.mtime, options.mtime);
-    const { uid, gid } = options;
-    if (uid !== undefined && gid !== undefined && (uid !== process.getuid?.() || gid !== process.getgid?.())) fchownSync(fd, uid, gid);
+    const { uid, gid } = ownerIds(options);
+    if (uid !== -1) fchownSync(fd, uid, gid);
     // After the mode: a POSIX ACL (system.posix_acl_access) then sets the group bits it implies.
     if (options.xattrs !== undefined && options.xattrs.length > 0) setXattrs(fd, options.xattrs);
     await fsyncAsync(fd);

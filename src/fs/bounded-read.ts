@@ -1,50 +1,39 @@
-// Reading a file that anybody on the node may have put in our way. The open never blocks (a FIFO opens
-// at once with O_NONBLOCK and fstat shows what it is), never follows a symlink (a link to /dev/zero is
-// a link, not a file), and the read stops at a bound: nothing in net.d can stall the event loop or
-// exhaust memory (DESIGN §3 "Fights and failures").
-import { closeSync, constants, fstatSync, readSync, type Stats } from 'node:fs';
+// Reading a file that anybody on the node may have put in our way. Only a regular file is opened (a
+// FIFO or a device is reported from lstat: opening a device can have side effects, and reading a FIFO
+// blocks), a symlink is never followed (a link to /dev/zero is a link, not a file), and the read stops
+// at a bound: nothing in net.d can stall the event loop or exhaust memory (DESIGN §3 "Fights and
+// failures"). The whole sequence (lstat, open, fstat, read, xattrs, close) is one call into the addon
+// (native/entry_io.h): through Node's fs it was six calls and a Stats object per file.
 import { addon } from '../watch/addon.js';
 import type { Dir } from './dir.js';
-import { errnoCode } from './errno.js';
+
+/** What a read tells of the file besides its bytes. */
+export interface EntryStat {
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+  mtimeMs: number;
+}
 
 export type EntryRead =
-  | { kind: 'file'; bytes: Buffer; stat: Stats; xattrs: Array<[string, Buffer]> }
+  | { kind: 'file'; bytes: Buffer; stat: EntryStat; xattrs: Array<[string, Buffer]> }
   | { kind: 'missing' }
   | { kind: 'symlink' }
-  | { kind: 'not-regular'; stat: Stats }
+  | { kind: 'not-regular'; stat: EntryStat }
   | { kind: 'too-large'; size: number };
 
 /** Reads at most `maxBytes` of regular file `name` in `dir`, with its xattrs when asked. */
 export function readEntry(dir: Dir, name: string, maxBytes: number, withXattrs = false): EntryRead {
-  let fd: number;
-  try {
-    fd = dir.openEntry(name, constants.O_RDONLY);
-  } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ENOENT') return { kind: 'missing' };
-    if (code === 'ELOOP') return { kind: 'symlink' }; // O_NOFOLLOW met a link
-    if (code === 'ENXIO' || code === 'ENODEV' || code === 'EISDIR') return { kind: 'not-regular', stat: dir.lstat(name)! };
-    throw err;
+  const raw = dir.call(name, () => addon.readEntryAt(dir.fd, name, maxBytes, withXattrs));
+  switch (raw.kind) {
+    case 'missing':
+    case 'symlink':
+      return { kind: raw.kind };
+    case 'too-large':
+      return { kind: 'too-large', size: raw.size! };
   }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) return { kind: 'not-regular', stat };
-    if (stat.size > maxBytes) return { kind: 'too-large', size: stat.size };
-    // The file may grow between fstat and read: read one byte past the bound to notice.
-    const buffer = Buffer.allocUnsafe(Math.min(stat.size, maxBytes) + 1);
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) {
-        if (length > maxBytes) return { kind: 'too-large', size: length };
-        break;
-      }
-      const n = readSync(fd, buffer, length, buffer.length - length, null);
-      if (n === 0) break;
-      length += n;
-    }
-    if (length > maxBytes) return { kind: 'too-large', size: length };
-    return { kind: 'file', bytes: buffer.subarray(0, length), stat, xattrs: withXattrs ? addon.xattrs(fd) : [] };
-  } finally {
-    closeSync(fd);
-  }
+  const stat: EntryStat = { mode: raw.mode!, uid: raw.uid!, gid: raw.gid!, size: raw.size!, mtimeMs: raw.mtimeMs! };
+  if (raw.kind === 'not-regular') return { kind: 'not-regular', stat };
+  return { kind: 'file', bytes: raw.bytes!.subarray(0, raw.length!), stat, xattrs: raw.xattrs ?? [] };
 }

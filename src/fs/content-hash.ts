@@ -8,5 +8,10 @@ export function sha256(data: Buffer | string): string {
 
 /** The 12-hex-digit content hash that temp names carry. */
 export function contentHash(data: Buffer): string {
-  return sha256(data).slice(0, 12);
+  return contentHashOfDigest(sha256(data));
+}
+
+/** contentHash of data whose sha256 is known already. */
+export function contentHashOfDigest(sha256Hex: string): string {
+  return sha256Hex.slice(0, 12);
 }

@@ -50,11 +50,11 @@ export class Dir {
    */
   openEntry(name: string, flags: number, mode = 0): number {
     const all = flags | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-    return this.at(name, () => (kernelHasOpenat2() ? addon.openat2(this.fd, name, all, mode, ENTRY_ONLY) : openSync(this.viaFd(name), all, mode)));
+    return this.call(name, () => (kernelHasOpenat2() ? addon.openat2(this.fd, name, all, mode, ENTRY_ONLY) : openSync(this.viaFd(name), all, mode)));
   }
 
   /** Runs a syscall on entry `name`; a failure names the entry by its full path, as fs errors do. */
-  private at<T>(name: string, syscall: () => T): T {
+  call<T>(name: string, syscall: () => T): T {
     try {
       return syscall();
     } catch (err) {
@@ -81,25 +81,35 @@ export class Dir {
     }
   }
 
+  /** call() for an asynchronous syscall sequence: a rejection names the entry by its full path. */
+  async callAsync<T>(name: string, syscalls: () => Promise<T>): Promise<T> {
+    try {
+      return await syscalls();
+    } catch (err) {
+      if (typeof err === 'object' && err !== null) (err as NodeJS.ErrnoException).path = `${this.disk}/${name}`;
+      throw err;
+    }
+  }
+
   rename(from: string, to: string, flags = 0): void {
-    this.at(to, () => addon.renameat2(this.fd, from, this.fd, to, flags));
+    this.call(to, () => addon.renameat2(this.fd, from, this.fd, to, flags));
   }
 
   unlink(name: string): void {
-    this.at(name, () => addon.unlinkat(this.fd, name, 0));
+    this.call(name, () => addon.unlinkat(this.fd, name, 0));
   }
 
   symlink(target: string, name: string): void {
-    this.at(name, () => addon.symlinkat(target, this.fd, name));
+    this.call(name, () => addon.symlinkat(target, this.fd, name));
   }
 
   readlink(name: string): string {
-    return this.at(name, () => addon.readlinkat(this.fd, name));
+    return this.call(name, () => addon.readlinkat(this.fd, name));
   }
 
   /** Creates directory `name` here (mkdirat through the fd's magic link: Node has no mkdirat). */
   mkdir(name: string, mode = 0o755): void {
-    this.at(name, () => mkdirSync(this.viaFd(name), { mode }));
+    this.call(name, () => mkdirSync(this.viaFd(name), { mode }));
   }
 
   list(): string[] {

@@ -53,6 +53,18 @@ export interface InotifyConstants {
   O_PATH: number;
 }
 
+export interface RawEntryRead {
+  kind: 'file' | 'missing' | 'symlink' | 'not-regular' | 'too-large';
+  mode?: number;
+  uid?: number;
+  gid?: number;
+  size?: number;
+  mtimeMs?: number;
+  bytes?: Buffer;
+  length?: number;
+  xattrs?: Array<[string, Buffer]>;
+}
+
 export interface InotifyAddon {
   InotifyWatcher: new (
     path: string,
@@ -68,6 +80,21 @@ export interface InotifyAddon {
   /** Every extended attribute of an open file (POSIX ACLs and SELinux labels are xattrs too). */
   xattrs(fd: number): Array<[string, Buffer]>;
   fsetxattr(fd: number, name: string, value: Buffer): void;
+  /** One entry read in one call (native/entry_io.h): lstat, open, fstat, bounded read, xattrs. */
+  readEntryAt(dirfd: number, name: string, maxBytes: number, withXattrs: boolean): RawEntryRead;
+  /** A temp file created, filled, fsynced and landed under `name`, on libuv's pool (native/entry_io.h). */
+  replaceEntryAt(
+    dirfd: number,
+    tmp: string,
+    name: string,
+    bytes: Buffer,
+    mode: number,
+    uid: number,
+    gid: number,
+    xattrs: Array<[string, Buffer, boolean]>,
+    landing: number,
+    expect?: Buffer,
+  ): Promise<'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported'>;
   constants: InotifyConstants;
 }
 

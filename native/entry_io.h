@@ -1,0 +1,27 @@
+#pragma once
+
+#include <napi.h>
+
+// The two disk steps of a config pass, each one call into C++ instead of a dozen calls through Node's
+// fs (measured in the storm bench: the per-call cost of fs and N-API, not the syscalls, dominated the
+// agent's CPU per file). Entry names are single path components relative to a directory fd that
+// HostRoot resolved inside the host root, so plain *at syscalls with O_NOFOLLOW stay in that directory.
+// Only syscalls and byte comparisons live here; what to write, and what a stale result means, is
+// TypeScript's (fs/atomic-write.ts).
+//
+//   readEntryAt(dirfd, name, maxBytes, withXattrs) -> { kind, mode, uid, gid, size, mtimeMs, bytes?, length?, xattrs? }
+//     kind: 'file' | 'missing' | 'symlink' | 'not-regular' | 'too-large'. Anything but a regular file
+//     is reported from lstat without being opened (opening a device can have side effects).
+//   replaceEntryAt(dirfd, tmp, name, bytes, mode, uid, gid, xattrs, landing, expect) -> Promise<string>
+//     On libuv's thread pool: create `tmp` (O_EXCL), write, chmod, chown (uid -1: keep), set xattrs
+//     ([name, value, optional]), fsync, then land it under `name`:
+//       landing 0: rename                              -> 'renamed'
+//       landing 1: renameat2(RENAME_NOREPLACE)         -> 'renamed' | 'stale' (name exists)
+//       landing 2: renameat2(RENAME_EXCHANGE), then compare what was swapped out with `expect`:
+//                  -> 'exchanged' (it matched; the old version is unlinked)
+//                  | 'stale'      (name was gone; tmp unlinked)
+//                  | 'swapped'    (a newer write was swapped out: it is at `tmp` now, for the caller to give back)
+//                  | 'unsupported' (the filesystem has no RENAME_EXCHANGE; tmp is complete and left in place)
+//     On failure the temp file is removed and the promise rejects with a Node-style errno error.
+Napi::Value ReadEntryAt(const Napi::CallbackInfo& info);
+Napi::Value ReplaceEntryAt(const Napi::CallbackInfo& info);

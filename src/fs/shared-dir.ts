@@ -1,0 +1,40 @@
+// One open directory shared by the passes that run at the same time. Opening net.d inside the host
+// root is an openat2(RESOLVE_IN_ROOT) walk of every component; during a storm thousands of passes a
+// second need it, and they overlap (up to 32 at once), so they share one fd. It is closed as soon as
+// the last of them is done: an fd held while idle would keep a deleted net.d's inode alive, and the
+// kernel would then not send IN_DELETE_SELF, which is how the daemon learns that net.d was removed
+// (inotify(7)). A retired handle (net.d re-created or its path re-resolved) takes no new users and is
+// closed when its last user is done: never while a pass may still write relative to it (a closed fd
+// number is reused by the next open, and a write would land in whatever directory that is).
+import type { Dir } from './dir.js';
+
+interface Handle {
+  dir: Dir;
+  users: number;
+}
+
+export class SharedDir {
+  private current: Handle | undefined;
+
+  constructor(private readonly open: () => Dir) {}
+
+  /** Runs `fn` with the directory (opened now unless a running use has it open); throws what open throws. */
+  async use<T>(fn: (dir: Dir) => Promise<T>): Promise<T> {
+    const handle = (this.current ??= { dir: this.open(), users: 0 });
+    handle.users++;
+    try {
+      return await fn(handle.dir);
+    } finally {
+      handle.users--;
+      if (handle.users === 0) {
+        if (this.current === handle) this.current = undefined;
+        handle.dir.close();
+      }
+    }
+  }
+
+  /** Uses from now on open the directory again. */
+  retire(): void {
+    this.current = undefined;
+  }
+}
