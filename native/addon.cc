@@ -7,8 +7,10 @@
 #include <sys/inotify.h>
 
 #include "inotify_watcher.h"
+#include "digest.h"
 #include "entry_io.h"
 #include "fs_at.h"
+#include "random.h"
 
 namespace {
 
@@ -65,6 +67,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("fsetxattr", Napi::Function::New(env, Fsetxattr, "fsetxattr"));
   exports.Set("readEntryAt", Napi::Function::New(env, ReadEntryAt, "readEntryAt"));
   exports.Set("replaceEntryAt", Napi::Function::New(env, ReplaceEntryAt, "replaceEntryAt"));
+  exports.Set("sha256", Napi::Function::New(env, Sha256, "sha256"));
+  exports.Set("getrandom", Napi::Function::New(env, GetRandom, "getrandom"));
   exports.Set("constants", Constants(env));
   return exports;
 }

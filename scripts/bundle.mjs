@@ -3,16 +3,66 @@
 // ~11 MiB of RSS and start time (README, "Performance"). The addon (build/Release/inotify.node) and
 // @parcel/watcher (a native module, loaded only when WATCH_BACKEND=parcel) stay outside.
 import { build } from 'esbuild';
+import { builtinModules } from 'node:module';
 
-// prom-client's index requires its Pushgateway client, which loads http, https and zlib (and with
-// https, TLS) at start: ~8 MiB of RSS in a process that never pushes. The agent is scraped; this
-// module stands in for the Pushgateway and says so if anything ever constructs one.
-const withoutPushgateway = {
-  name: 'without-pushgateway',
+// Node's built-ins that our ES modules import are loaded with require(), and handed over without
+// copying their properties. Importing a built-in as an ES module builds a facade that reads every
+// export, and esbuild's CommonJS interop (__toESM) reads every property descriptor; both evaluate
+// Node's lazy exports, which load whole subsystems: node:http's WebSocket loads undici, node:util's
+// TextDecoder and diff load the encoding and assert machinery, node:crypto its webcrypto. Measured:
+// a bare node listening with node:http is 59 MiB of RSS when it was imported, 47 MiB when required;
+// the interop's copies cost the agent 8.6 ms of start. So the wrapper is an object with no own
+// properties whose prototype is the module: a property is looked up, and evaluated, when used.
+// (CommonJS libraries' own require() calls are left to esbuild: they use the module directly.)
+const builtins = new Set(builtinModules);
+const builtinsViaRequire = {
+  name: 'builtins-via-require',
   setup(b) {
-    b.onResolve({ filter: /\/lib\/pushgateway$/ }, (args) => (args.importer.includes('prom-client') ? { path: args.path, namespace: 'no-pushgateway' } : undefined));
-    b.onLoad({ filter: /.*/, namespace: 'no-pushgateway' }, () => ({
-      contents: "module.exports = class Pushgateway { constructor() { throw new Error('cni-chainer is built without prom-client\\'s Pushgateway'); } };",
+    b.onResolve({ filter: /.*/ }, (args) => {
+      const bare = args.path.replace(/^node:/, '');
+      if (args.kind !== 'import-statement' && args.kind !== 'dynamic-import') return undefined;
+      if (!(args.path.startsWith('node:') || builtins.has(bare))) return undefined;
+      return { path: bare, namespace: 'builtin-cjs' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'builtin-cjs' }, (args) => ({
+      contents: `module.exports = Object.create(require('node:${args.path}'));`,
+      loader: 'js',
+    }));
+  },
+};
+
+// sonic-boom (pino's destination) loads node:assert for one argument check, and node:assert loads
+// its diff and colour machinery: 6.6 ms of start. Its one call gets a plain check instead.
+const sonicBoomAssert = {
+  name: 'sonic-boom-assert',
+  setup(b) {
+    b.onResolve({ filter: /^assert$/ }, (args) => (args.importer.includes('/node_modules/sonic-boom/') ? { path: 'assert', namespace: 'plain-assert' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'plain-assert' }, () => ({
+      contents: 'module.exports = function assert(ok, message) { if (!ok) throw new Error(message); };',
+      loader: 'js',
+    }));
+  },
+};
+
+// Modules of bundled libraries that the agent never uses but that their index loads at start, each
+// replaced by a stand-in that throws if it is ever called:
+// - prom-client's Pushgateway loads http, https and zlib (and with https, TLS): ~8 MiB of RSS in a
+//   process that is scraped and never pushes;
+// - pino's transports load worker_threads (thread-stream): the agent writes to stdout synchronously
+//   (log.ts) and runs no transport.
+const unused = [
+  { library: 'prom-client', module: /(^|\/)pushgateway(\.js)?$/, what: "prom-client's Pushgateway" },
+  { library: 'pino', module: /(^|\/)transport(\.js)?$/, what: "pino's transports" },
+];
+const withoutUnused = {
+  name: 'without-unused',
+  setup(b) {
+    b.onResolve({ filter: /^\./ }, (args) => {
+      const hit = unused.find((u) => args.importer.includes(`/node_modules/${u.library}/`) && u.module.test(args.path));
+      return hit === undefined ? undefined : { path: hit.what, namespace: 'unused' };
+    });
+    b.onLoad({ filter: /.*/, namespace: 'unused' }, (args) => ({
+      contents: `module.exports = function unused() { throw new Error(${JSON.stringify(`cni-chainer is built without ${args.path}`)}); };`,
       loader: 'js',
     }));
   },
@@ -28,7 +78,7 @@ await build({
   external: ['@parcel/watcher'],
   // CommonJS libraries (pino, prom-client) call require() for Node's built-ins.
   banner: { js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
-  plugins: [withoutPushgateway],
+  plugins: [sonicBoomAssert, builtinsViaRequire, withoutUnused],
   legalComments: 'none',
   logLevel: 'warning',
 });

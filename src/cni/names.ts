@@ -1,5 +1,6 @@
 // Which directory entries are CNI configs, and which one the container runtime loads. Pure.
-import { createHash, randomBytes } from 'node:crypto';
+import { sha256 } from '../fs/content-hash.js';
+import { addon } from '../watch/addon.js';
 import path from 'node:path';
 
 // Editors, backups and other tools' temporary files are never configs, whatever their suffix says.
@@ -41,7 +42,7 @@ export function conflistName(name: string): string {
 
 // Which process made a temp file: during a DaemonSet upgrade two agents (both possibly PID 1 in their
 // containers) write into net.d at once, and each must tell its own renames from the other's.
-const PROCESS_TOKEN = randomBytes(6).toString('hex');
+const PROCESS_TOKEN = addon.getrandom(6).toString('hex');
 let tempCounter = 0;
 
 /** Linux's NAME_MAX: the longest directory entry name, in bytes. */
@@ -59,7 +60,7 @@ const NAME_HASHES_KEPT = 4096;
 export function nameHash(name: string): string {
   let hash = nameHashes.get(name);
   if (hash === undefined) {
-    hash = createHash('sha256').update(name).digest('hex').slice(0, 12);
+    hash = sha256(name).slice(0, 12);
     if (nameHashes.size >= NAME_HASHES_KEPT) nameHashes.clear();
     nameHashes.set(name, hash);
   }

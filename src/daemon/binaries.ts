@@ -4,7 +4,6 @@
 // A binary can be tens of megabytes and is re-checked at every resync: it is compared by size and
 // modification time first (our copies carry the source's mtime), then by a streamed hash, and copied
 // streaming, so neither memory nor the event loop ever holds a whole binary.
-import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, openSync, read, readdirSync, statSync, write, type Stats } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -39,6 +38,9 @@ async function streamFd(fd: number, each: (chunk: Buffer) => void | Promise<void
 }
 
 async function hashFd(fd: number): Promise<string> {
+  // Only for a binary of the same size but another mtime (rare): the crypto module loads then, not at
+  // every start (see fs/content-hash.ts).
+  const { createHash } = await import('node:crypto');
   const hash = createHash('sha256');
   await streamFd(fd, (chunk) => void hash.update(chunk));
   return hash.digest('hex');

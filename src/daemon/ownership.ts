@@ -6,9 +6,9 @@
 // The owner renews the file's heartbeat (a rewrite every HEARTBEAT_MS). An instance that stood down
 // takes the node back when the owner file is removed (the newer pod's clean exit) or its heartbeat is
 // older than STALE_AFTER_MS (the newer pod was killed): a rollback never leaves a node unmaintained.
-import { randomUUID } from 'node:crypto';
 import { closeSync, constants, futimesSync } from 'node:fs';
 import { writeFileAtomic } from '../fs/atomic-write.js';
+import { randomUuid } from '../random-uuid.js';
 import { readEntry } from '../fs/bounded-read.js';
 import { withDir, withDirSync } from '../fs/dir.js';
 import { errnoCode } from '../fs/errno.js';
@@ -32,7 +32,7 @@ export interface Owner {
 }
 
 export class Ownership {
-  readonly record: OwnerRecord = { instance: randomUUID(), pid: process.pid, startedAt: new Date().toISOString() };
+  readonly record: OwnerRecord = { instance: randomUuid(), pid: process.pid, startedAt: new Date().toISOString() };
 
   constructor(
     private readonly root: HostRoot,

@@ -1,9 +1,11 @@
 // Content hashes: the full sha256 that recognises our own writes, and the 12-hex-digit prefix that
 // temp names carry (cni/names.ts).
-import { createHash } from 'node:crypto';
+// The digest is computed by the addon (native/digest.h): Node's crypto module would cost ~10 ms of
+// start and ~3 MiB of RSS for this one function.
+import { addon } from '../watch/addon.js';
 
 export function sha256(data: Buffer | string): string {
-  return createHash('sha256').update(data).digest('hex');
+  return addon.sha256(data);
 }
 
 /** The 12-hex-digit content hash that temp names carry. */

@@ -95,6 +95,10 @@ export interface InotifyAddon {
     landing: number,
     expect?: Buffer,
   ): Promise<'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported'>;
+  /** SHA-256 in lowercase hex, by the OpenSSL Node links (native/digest.h). */
+  sha256(data: Buffer | string): string;
+  /** n bytes from getrandom(2). */
+  getrandom(n: number): Buffer;
   constants: InotifyConstants;
 }
 
