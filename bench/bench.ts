@@ -15,6 +15,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { createServer, type AddressInfo } from 'node:net';
 import { isTempName } from '../src/cni/names.js';
 import { NativeWatcher } from '../src/watch/native.js';
 import type { WatchBackendName } from '../src/watch/watcher.js';
@@ -147,14 +148,27 @@ async function paced(observer: Observer, netDir: string, names: string[]): Promi
   return { latency: summarize(samples), samples, missed: names.length - samples.length };
 }
 
-function agentEnv(hostRoot: string, bin: string, scratch: string, backend: WatchBackendName): NodeJS.ProcessEnv {
+/** A TCP port nothing listens on now (the kernel's pick for port 0). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function agentEnv(hostRoot: string, bin: string, scratch: string, backend: WatchBackendName): Promise<NodeJS.ProcessEnv> {
   return {
     PATH: process.env.PATH,
     CONTAINER_MOUNT_PREFIX: hostRoot,
     CONTAINER_CNI_BIN_DIR: bin,
     SERVICEACCOUNT_PATH: path.join(scratch, 'no-serviceaccount'),
     CNI_NETWORK_CONFIG: PLUGIN,
-    HEALTH_PORT: '0',
+    // The health server runs as it does in the DaemonSet (probes and /metrics cost memory and start).
+    HEALTH_PORT: String(await freePort()),
     RESYNC_INTERVAL_S: '0',
     WATCH_BACKEND: backend,
     // As the image sets them (Dockerfile).
@@ -180,7 +194,7 @@ async function benchBackend(backend: WatchBackendName, scratch: string) {
   const observer = new Observer(netDir);
   // For profiling the agent: BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const agent = new Agent(cli, agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, backend), 'agent', nodeArgs);
+  const agent = new Agent(cli, await agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, backend), 'agent', nodeArgs);
   try {
     return await measureBackend(backend, agent, observer, netDir);
   } finally {
@@ -239,7 +253,7 @@ async function startTime(scratch: string): Promise<{ bareMs: number; agentMs: nu
     const observer = new Observer(netDir);
     let child: ReturnType<typeof spawn> | undefined;
     agentRuns.push(
-      await timeSpawn(process.execPath, [cli, 'run'], agentEnv(hostRoot, bin, dir, 'native'), async (c) => {
+      await timeSpawn(process.execPath, [cli, 'run'], await agentEnv(hostRoot, bin, dir, 'native'), async (c) => {
         child = c;
         await until('the pre-existing config patched', () => observer.landingAfter('10-calico.conflist', 0n) !== undefined, 30_000);
       }),
@@ -254,7 +268,7 @@ async function startTime(scratch: string): Promise<{ bareMs: number; agentMs: nu
 async function idleCpu(scratch: string): Promise<number> {
   const { hostRoot, netDir, bin } = hostTree(path.join(scratch, 'idle'));
   writeFileSync(path.join(netDir, '10-calico.conflist'), PRIMARY);
-  const agent = new Agent(cli, agentEnv(hostRoot, bin, scratch, 'native'), path.join(scratch, 'idle'), 'agent');
+  const agent = new Agent(cli, await agentEnv(hostRoot, bin, scratch, 'native'), path.join(scratch, 'idle'), 'agent');
   await agent.waitForLog('started');
   // V8's memory reducer runs a few full GCs in the first seconds after start (measured: up to 60 ms
   // of CPU within the first ~10 s); idle is what comes after.

@@ -6,6 +6,7 @@ const http = createRequire(import.meta.url)('node:http') as typeof Http;
 import type * as Http from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
 import type { ReadinessReport } from './readiness.js';
 
@@ -29,6 +30,7 @@ export class HealthServer {
   private lastStallAt = -Infinity;
   private lastStallMs = 0;
   private readonly ticker: NodeJS.Timeout;
+  private registry: Promise<Registry> | undefined;
 
   constructor(
     private readonly source: HealthSource,
@@ -96,7 +98,10 @@ export class HealthServer {
       return;
     }
     if (url === '/metrics') {
-      send(200, await this.metrics.registry.metrics(), this.metrics.registry.contentType);
+      // prom-client is loaded at the first scrape (metrics.ts says why).
+      this.registry ??= import('./prometheus.js').then(({ prometheusRegistry }) => prometheusRegistry(this.metrics));
+      const registry = await this.registry;
+      send(200, await registry.metrics(), registry.contentType);
       return;
     }
     send(404, 'not found\n');
