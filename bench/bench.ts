@@ -15,13 +15,13 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { createServer, type AddressInfo } from 'node:net';
 import { isTempName } from '../src/cni/names.js';
 import { NativeWatcher } from '../src/watch/native.js';
 import type { WatchBackendName } from '../src/watch/watcher.js';
 import { Agent } from './agent.js';
 import { cdfSvg } from './cdf-svg.js';
 import { Floor } from './floor.js';
+import { freePort } from './free-port.js';
 import { summarize, type Summary } from './stats.js';
 import { watcherLatency } from './watchers.js';
 import type { WriterJob, WriterResult } from './writer.js';
@@ -146,18 +146,6 @@ async function paced(observer: Observer, netDir: string, names: string[]): Promi
   await until('every file patched', () => names.every(landed), 30_000).catch(() => {});
   const samples = names.filter(landed).map((n) => Number(observer.landingAfter(n, renamedAt.get(n)!)! - renamedAt.get(n)!) / 1e6);
   return { latency: summarize(samples), samples, missed: names.length - samples.length };
-}
-
-/** A TCP port nothing listens on now (the kernel's pick for port 0). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function agentEnv(hostRoot: string, bin: string, scratch: string, backend: WatchBackendName): Promise<NodeJS.ProcessEnv> {

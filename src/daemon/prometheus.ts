@@ -65,17 +65,23 @@ function histogram(registry: Registry, name: string, help: string, timings: Timi
 
 export function prometheusRegistry(m: Metrics): Registry {
   const registry = new Registry();
-  counterBy(registry, 'cni_chainer_events_total', 'Watch events received, by kind', m.events);
-  counter(registry, 'cni_chainer_patches_total', 'Config files written to chain the plugin', m.patches);
-  counter(registry, 'cni_chainer_unpatches_total', 'Config files written to remove the plugin', m.unpatches);
-  counter(registry, 'cni_chainer_stale_writes_total', 'Patches dropped because a newer write landed first (redone)', m.staleWrites);
-  counter(registry, 'cni_chainer_parse_errors_total', 'Config contents that are not a valid CNI config', m.parseErrors);
-  counterBy(registry, 'cni_chainer_write_errors_total', 'Failed writes, by errno code', m.writeErrors);
-  counter(registry, 'cni_chainer_fights_total', 'Files where another writer kept reverting the patch', m.fights);
-  counter(registry, 'cni_chainer_backoffs_total', 'Patches delayed by the fight backoff', m.backoffs);
-  counter(registry, 'cni_chainer_overflows_total', 'Kernel event-queue overflows (each causes a full rescan)', m.overflows);
-  counterBy(registry, 'cni_chainer_resyncs_total', 'Full rescans of the config directory', m.resyncs);
-  counter(registry, 'cni_chainer_kubeconfig_writes_total', 'Kubeconfig files written', m.kubeconfigWrites);
+  const counts: Array<[string, string, Count]> = [
+    ['cni_chainer_patches_total', 'Config files written to chain the plugin', m.patches],
+    ['cni_chainer_unpatches_total', 'Config files written to remove the plugin', m.unpatches],
+    ['cni_chainer_stale_writes_total', 'Patches dropped because a newer write landed first (redone)', m.staleWrites],
+    ['cni_chainer_parse_errors_total', 'Config contents that are not a valid CNI config', m.parseErrors],
+    ['cni_chainer_fights_total', 'Files where another writer kept reverting the patch', m.fights],
+    ['cni_chainer_backoffs_total', 'Patches delayed by the fight backoff', m.backoffs],
+    ['cni_chainer_overflows_total', 'Kernel event-queue overflows (each causes a full rescan)', m.overflows],
+    ['cni_chainer_kubeconfig_writes_total', 'Kubeconfig files written', m.kubeconfigWrites],
+  ];
+  for (const [name, help, count] of counts) counter(registry, name, help, count);
+  const countsBy: Array<[string, string, CountBy]> = [
+    ['cni_chainer_events_total', 'Watch events received, by kind', m.events],
+    ['cni_chainer_write_errors_total', 'Failed writes, by errno code', m.writeErrors],
+    ['cni_chainer_resyncs_total', 'Full rescans of the config directory', m.resyncs],
+  ];
+  for (const [name, help, count] of countsBy) counterBy(registry, name, help, count);
   histogram(registry, 'cni_chainer_patch_latency_seconds', 'From reading the event to the patched file landing (rename done)', m.patchLatency);
   new Gauge({
     name: 'cni_chainer_ready',

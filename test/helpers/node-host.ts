@@ -2,7 +2,6 @@
 // with a fake plugin binary, a service-account dir, and the real CLI run against it as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import type { JsonObject } from '../../src/cni/json.js';
@@ -58,17 +57,7 @@ export class DaemonProcess {
   }
 }
 
-/** A TCP port nobody listens on right now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../bench/free-port.js';
 
 /** GET from the daemon's health server. */
 export async function probe(port: number, what: '/healthz' | '/readyz' | '/metrics'): Promise<{ status: number; body: string }> {
