@@ -66,7 +66,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("xattrs", Napi::Function::New(env, Xattrs, "xattrs"));
   exports.Set("fsetxattr", Napi::Function::New(env, Fsetxattr, "fsetxattr"));
   exports.Set("readEntryAt", Napi::Function::New(env, ReadEntryAt, "readEntryAt"));
-  exports.Set("replaceEntryAt", Napi::Function::New(env, ReplaceEntryAt, "replaceEntryAt"));
+  exports.Set("replaceEntriesAt", Napi::Function::New(env, ReplaceEntriesAt, "replaceEntriesAt"));
   exports.Set("sha256", Napi::Function::New(env, Sha256, "sha256"));
   exports.Set("getrandom", Napi::Function::New(env, GetRandom, "getrandom"));
   exports.Set("constants", Constants(env));

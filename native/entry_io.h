@@ -12,8 +12,9 @@
 //   readEntryAt(dirfd, name, maxBytes, withXattrs) -> { kind, mode, uid, gid, size, mtimeMs, bytes?, length?, xattrs? }
 //     kind: 'file' | 'missing' | 'symlink' | 'not-regular' | 'too-large'. Anything but a regular file
 //     is reported from lstat without being opened (opening a device can have side effects).
-//   replaceEntryAt(dirfd, tmp, name, bytes, mode, uid, gid, xattrs, landing, expect) -> Promise<string>
-//     On libuv's thread pool: create `tmp` (O_EXCL), write, chmod, chown (uid -1: keep), set xattrs
+//   replaceEntriesAt(jobs) -> Promise<Array<string | Error>>, each job
+//   [dirfd, tmp, name, bytes, mode, uid, gid, xattrs, landing, expect], run one after the other as one
+//   work item on libuv's thread pool. Each: create `tmp` (O_EXCL), write, chmod, chown (uid -1: keep), set xattrs
 //     ([name, value, optional]), fsync, then land it under `name`:
 //       landing 0: rename                              -> 'renamed'
 //       landing 1: renameat2(RENAME_NOREPLACE)         -> 'renamed' | 'stale' (name exists)
@@ -22,6 +23,7 @@
 //                  | 'stale'      (name was gone; tmp unlinked)
 //                  | 'swapped'    (a newer write was swapped out: it is at `tmp` now, for the caller to give back)
 //                  | 'unsupported' (the filesystem has no RENAME_EXCHANGE; tmp is complete and left in place)
-//     On failure the temp file is removed and the promise rejects with a Node-style errno error.
+//     A job that fails removes its temp file and gives a Node-style errno error in its place; the
+//     others go on. Bad arguments throw before anything is queued.
 Napi::Value ReadEntryAt(const Napi::CallbackInfo& info);
-Napi::Value ReplaceEntryAt(const Napi::CallbackInfo& info);
+Napi::Value ReplaceEntriesAt(const Napi::CallbackInfo& info);

@@ -25,6 +25,7 @@ import { readEntry } from './bounded-read.js';
 import { contentHash } from './content-hash.js';
 import type { Dir } from './dir.js';
 import { fsyncDir } from './dir-sync.js';
+import { replaceEntry } from './replace-batches.js';
 import { errnoCode } from './errno.js';
 
 const fsyncAsync = promisify(fsync);
@@ -151,7 +152,7 @@ async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: Atomic
   }
   const ids = ownerIds(options);
   const xattrs = (options.xattrs ?? []).map(([key, value]): [string, Buffer, boolean] => [key, value, OPTIONAL_XATTR.test(key)]);
-  const result = await dir.callAsync(name, () => addon.replaceEntryAt(dir.fd, tmp, name, bytes, options.mode, ids.uid, ids.gid, xattrs, landing, expect));
+  const result = await dir.callAsync(name, () => replaceEntry([dir.fd, tmp, name, bytes, options.mode, ids.uid, ids.gid, xattrs, landing, expect]));
   switch (result) {
     case 'stale':
       return 'stale';

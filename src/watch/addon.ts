@@ -82,19 +82,13 @@ export interface InotifyAddon {
   fsetxattr(fd: number, name: string, value: Buffer): void;
   /** One entry read in one call (native/entry_io.h): lstat, open, fstat, bounded read, xattrs. */
   readEntryAt(dirfd: number, name: string, maxBytes: number, withXattrs: boolean): RawEntryRead;
-  /** A temp file created, filled, fsynced and landed under `name`, on libuv's pool (native/entry_io.h). */
-  replaceEntryAt(
-    dirfd: number,
-    tmp: string,
-    name: string,
-    bytes: Buffer,
-    mode: number,
-    uid: number,
-    gid: number,
-    xattrs: Array<[string, Buffer, boolean]>,
-    landing: number,
-    expect?: Buffer,
-  ): Promise<'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported'>;
+  /**
+   * Temp files created, filled, fsynced and landed, one batch as one work item on libuv's pool
+   * (native/entry_io.h); each job's landing or errno error, in order.
+   */
+  replaceEntriesAt(
+    jobs: Array<[number, string, string, Buffer, number, number, number, Array<[string, Buffer, boolean]>, number, Buffer | undefined]>,
+  ): Promise<Array<'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported' | Error>>;
   /** SHA-256 in lowercase hex, by the OpenSSL Node links (native/digest.h). */
   sha256(data: Buffer | string): string;
   /** n bytes from getrandom(2). */

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parsePlugin, planPatch } from '../../src/cni/conflist.js';
@@ -195,5 +195,27 @@ describe('unlinkIfUnchanged', () => {
     expect(await unlinkIfUnchanged(handle, '10-calico.conf', Buffer.from('v2'))).toBe(true);
     handle.close();
     expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe('writes started in one turn of the event loop (one batch per pool thread)', () => {
+  it('land every file, and a failing one fails alone, naming its file', async () => {
+    const live = tempDir();
+    const doomed = tempDir();
+    const gone = Dir.open(doomed);
+    const here = Dir.open(live);
+    try {
+      rmdirSync(doomed); // its fd stays open: creating a file in it now fails with ENOENT
+      const names = Array.from({ length: 200 }, (_, i) => `${String(i).padStart(3, '0')}.conflist`);
+      const writes = names.map((name) => writeAt(here, name, `{"n":"${name}"}`, { mode: 0o644 }));
+      const failing = writeAt(gone, 'x.conflist', '{}', { mode: 0o644 });
+      await expect(failing).rejects.toMatchObject({ code: 'ENOENT', path: `${doomed}/x.conflist` });
+      expect(await Promise.all(writes)).toEqual(names.map(() => 'written'));
+      for (const name of names) expect(readFileSync(path.join(live, name), 'utf8')).toBe(`{"n":"${name}"}`);
+      expect(readdirSync(live).sort()).toEqual(names);
+    } finally {
+      here.close();
+      gone.close();
+    }
   });
 });

@@ -1,0 +1,60 @@
+// The addon's replacements (native/entry_io.h) handed to libuv's pool in batches. Replacements asked
+// for in one turn of the event loop (a storm's passes start together from one read of inotify events)
+// go out together at its end, spread over the pool's threads: each thread works through its share one
+// file after another, as the floor's threads do (bench/floor.c). Fewer, larger work items wake fewer
+// threads; as many as the pool has keep the disk's fsyncs in flight together.
+import { addon } from '../watch/addon.js';
+
+export type ReplaceJob = [
+  dirfd: number,
+  tmp: string,
+  name: string,
+  bytes: Buffer,
+  mode: number,
+  uid: number,
+  gid: number,
+  xattrs: Array<[string, Buffer, boolean]>,
+  landing: number,
+  expect: Buffer | undefined,
+];
+
+export type Landing = 'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported';
+
+interface Pending {
+  job: ReplaceJob;
+  resolve: (landing: Landing) => void;
+  reject: (err: unknown) => void;
+}
+
+// libuv's pool size, as libuv reads it (UV_THREADPOOL_SIZE, default 4).
+const POOL_THREADS = Math.max(1, Math.min(1024, Number(process.env.UV_THREADPOOL_SIZE) || 4));
+
+let queued: Pending[] = [];
+
+/** Runs `job` on the pool, in a batch with the others asked for in this turn of the event loop. */
+export function replaceEntry(job: ReplaceJob): Promise<Landing> {
+  return new Promise((resolve, reject) => {
+    if (queued.length === 0) queueMicrotask(flush);
+    queued.push({ job, resolve, reject });
+  });
+}
+
+function flush(): void {
+  const pending = queued;
+  queued = [];
+  const perBatch = Math.ceil(pending.length / Math.min(POOL_THREADS, pending.length));
+  for (let at = 0; at < pending.length; at += perBatch) {
+    const batch = pending.slice(at, at + perBatch);
+    let results: Promise<Array<Landing | Error>>;
+    try {
+      results = addon.replaceEntriesAt(batch.map((p) => p.job));
+    } catch (err) {
+      for (const p of batch) p.reject(err); // bad arguments: nothing was queued
+      continue;
+    }
+    results.then(
+      (each) => each.forEach((result, k) => (typeof result === 'string' ? batch[k]!.resolve(result) : batch[k]!.reject(result))),
+      (err: unknown) => batch.forEach((p) => p.reject(err)),
+    );
+  }
+}
