@@ -125,8 +125,18 @@ function renderPlugin(plugin: ChainedPlugin, separator: string): string {
   const newline = separator.lastIndexOf('\n');
   if (newline < 0) return plugin.compact;
   const indent = separator.slice(newline + 1);
-  return plugin.text.replace(/\n/g, `\n${indent}`);
+  // Configs on a node share a few indents: each rendering is made once (a storm patches thousands).
+  let byIndent = rendered.get(plugin);
+  if (byIndent === undefined) rendered.set(plugin, (byIndent = new Map()));
+  let text = byIndent.get(indent);
+  if (text === undefined) {
+    text = plugin.text.replace(/\n/g, `\n${indent}`);
+    if (byIndent.size < 64) byIndent.set(indent, text);
+  }
+  return text;
 }
+
+const rendered = new WeakMap<ChainedPlugin, Map<string, string>>();
 
 /** The bytes with array elements `remove` spliced out, separators included. */
 function spliceOut(bytes: Buffer, items: readonly JsonNode[], remove: ReadonlySet<number>): Buffer {

@@ -140,7 +140,7 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
   let i = skipWhitespace(bytes, 0);
 
   const attach = (value: JsonNode): void => {
-    const top = stack.at(-1);
+    const top = stack[stack.length - 1];
     if (top === undefined) root = value;
     else if (top.node.members !== undefined) top.node.members.push({ key: top.key, value });
     else top.node.items?.push(value);
@@ -182,17 +182,25 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
     } else {
       let end: number;
       let kind: ValueKind;
-      if (c === QUOTE) [end, kind] = [scanString(bytes, i), 'string'];
-      else if (c === 0x2d || isDigit(c)) [end, kind] = [scanNumber(bytes, i), 'number'];
-      else if (c === undefined) throw new JsonSyntaxError('unexpected end of input', i);
-      else [end, kind] = [scanLiteral(bytes, i), 'literal'];
-      const top = stack.at(-1);
+      if (c === QUOTE) {
+        end = scanString(bytes, i);
+        kind = 'string';
+      } else if (c === 0x2d || isDigit(c)) {
+        end = scanNumber(bytes, i);
+        kind = 'number';
+      } else if (c === undefined) {
+        throw new JsonSyntaxError('unexpected end of input', i);
+      } else {
+        end = scanLiteral(bytes, i);
+        kind = 'literal';
+      }
+      const top = stack[stack.length - 1];
       if (top === undefined || top.node.members !== undefined || top.node.items !== undefined) attach({ kind, start: i, end });
       i = end;
     }
     // After a value: close containers, or move on to the next member or item.
     for (;;) {
-      const top = stack.at(-1);
+      const top = stack[stack.length - 1];
       i = skipWhitespace(bytes, i);
       if (top === undefined) {
         if (i !== bytes.length) throw new JsonSyntaxError('unexpected data after the value', i);
