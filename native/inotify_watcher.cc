@@ -193,26 +193,29 @@ void InotifyWatcher::Drain(int status) {
   }
   if (batch.empty() && readError == 0) return;
 
-  Napi::Array events = Napi::Array::New(env, batch.size());
+  // Columns rather than one object per event: the names, and wd, mask and cookie three by three in an
+  // Int32Array (wd is -1 for IN_Q_OVERFLOW; mask and cookie are read back unsigned). A storm brings ~13 events per file, and building each as an object through N-API (an
+  // object and four named properties) cost more than the JavaScript that reads the columns.
+  Napi::Array names = Napi::Array::New(env, batch.size());
+  Napi::Int32Array fields = Napi::Int32Array::New(env, batch.size() * 3);
+  int32_t* field = fields.Data();
   for (size_t i = 0; i < batch.size(); i++) {
-    Napi::Object event = Napi::Object::New(env);
-    event.Set("wd", Napi::Number::New(env, batch[i].wd));
-    event.Set("mask", Napi::Number::New(env, batch[i].mask));
-    event.Set("cookie", Napi::Number::New(env, batch[i].cookie));
-    event.Set("name", Napi::String::New(env, batch[i].name));
-    events.Set(static_cast<uint32_t>(i), event);
+    names.Set(static_cast<uint32_t>(i), Napi::String::New(env, batch[i].name));
+    field[3 * i] = batch[i].wd;
+    field[3 * i + 1] = static_cast<int32_t>(batch[i].mask);
+    field[3 * i + 2] = static_cast<int32_t>(batch[i].cookie);
   }
   Napi::Value error = readError != 0 ? ErrnoError(env, readError, "read", "").Value() : env.Undefined();
-  CallJs(events, error);
+  CallJs(names, fields, error);
 }
 
-void InotifyWatcher::CallJs(Napi::Value events, Napi::Value error) {
+void InotifyWatcher::CallJs(Napi::Value names, Napi::Value fields, Napi::Value error) {
   // This runs from a libuv callback, so nothing may unwind into libuv: the raw call reports failure by
   // status instead of a C++ exception.
   napi_env env = Env();
-  napi_value argv[2] = {events, error};
+  napi_value argv[3] = {names, fields, error};
   napi_value result;
-  if (napi_make_callback(env, context_, Value(), onEvents_.Value(), 2, argv, &result) == napi_ok) return;
+  if (napi_make_callback(env, context_, Value(), onEvents_.Value(), 3, argv, &result) == napi_ok) return;
   bool pending = false;
   if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
     // The callback threw: report it the way Node reports any other one ('uncaughtException').

@@ -15,7 +15,8 @@ class InotifyWatcher : public Napi::ObjectWrap<InotifyWatcher> {
   explicit InotifyWatcher(const Napi::CallbackInfo& info);
   ~InotifyWatcher() override;
 
-  // Reads everything the kernel has queued (bounded) and calls onEvents once with the batch.
+  // Reads everything the kernel has queued (bounded) and calls onEvents(names, fields, error) once with
+  // the batch: fields holds wd, mask and cookie of event i at 3i, 3i+1, 3i+2 (an Int32Array).
   void Drain(int status);
   // Idempotent: stops delivery now; the fd is closed and memory freed once libuv has let go.
   void Close();
@@ -28,7 +29,7 @@ class InotifyWatcher : public Napi::ObjectWrap<InotifyWatcher> {
   Napi::Value UnrefMethod(const Napi::CallbackInfo& info);
   Napi::Value ClosedGetter(const Napi::CallbackInfo& info);
 
-  void CallJs(Napi::Value events, Napi::Value error);
+  void CallJs(Napi::Value names, Napi::Value fields, Napi::Value error);
 
   PollState* state_ = nullptr;
   Napi::FunctionReference onEvents_;

@@ -110,5 +110,24 @@ function load(): InotifyAddon {
   }
 }
 
-export const addon: InotifyAddon = load();
+type EventColumns = (names: string[], fields: Int32Array, error?: NodeJS.ErrnoException) => void;
+
+/**
+ * The addon hands events over in columns (native/inotify_watcher.cc says why); callers get one
+ * object per event, built here in JavaScript, which is far cheaper than building it through N-API.
+ */
+function withEventObjects(raw: InotifyAddon): InotifyAddon {
+  const Native = raw.InotifyWatcher as unknown as new (path: string, mask: number, onEvents: EventColumns) => InotifyWatcherHandle;
+  function InotifyWatcher(path: string, mask: number, onEvents: (events: RawInotifyEvent[], error?: NodeJS.ErrnoException) => void): InotifyWatcherHandle {
+    if (typeof onEvents !== 'function') throw new TypeError('onEvents must be a function');
+    return new Native(path, mask, (names, fields, error) => {
+      const events: RawInotifyEvent[] = new Array(names.length);
+      for (let i = 0; i < names.length; i++) events[i] = { wd: fields[3 * i]!, mask: fields[3 * i + 1]! >>> 0, cookie: fields[3 * i + 2]! >>> 0, name: names[i]! };
+      onEvents(events, error);
+    });
+  }
+  return { ...raw, InotifyWatcher: InotifyWatcher as unknown as InotifyAddon['InotifyWatcher'] };
+}
+
+export const addon: InotifyAddon = withEventObjects(load());
 export const IN = addon.constants;

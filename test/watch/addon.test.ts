@@ -233,7 +233,7 @@ describe('lifetime', () => {
     // ref()ed, the process only ends because the event arrives and the callback closes the watcher.
     const refed = await runNodeScript(
       `const a = require(${JSON.stringify(addonFile)}); const fs = require('fs');
-       const w = new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, (evs) => { console.log(evs[0].name); w.close(); });
+       const w = new a.InotifyWatcher(${JSON.stringify(dir)}, a.constants.IN_CREATE, (names) => { console.log(names[0]); w.close(); });
        w.unref(); w.ref(); setImmediate(() => fs.writeFileSync(${JSON.stringify(path.join(dir, 'wake'))}, ''));`,
     );
     expect(refed).toMatchObject({ code: 0, stdout: 'wake\n' });
