@@ -42,21 +42,23 @@ function parseArgs(argv: string[]): Args | 'help' | 'version' {
 async function run(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   const log = createLogger(config.logLevel, config.logFormat);
-  const [{ Daemon }, { Metrics }, { HealthServer }] = await Promise.all([
+  const [{ Daemon }, { Metrics }, { HealthServer }, { HealthPort }] = await Promise.all([
     import('./daemon/daemon.js'),
     import('./daemon/metrics.js'),
     import('./daemon/health-server.js'),
+    import('./daemon/health-port.js'),
   ]);
   const metrics = new Metrics(VERSION, config.backend);
   const daemon = new Daemon(config, plugin, log, metrics);
   log.info({ version: VERSION, instance: daemon.instance, backend: config.backend, netDir: config.netDir, hostRoot: config.hostRoot }, 'starting');
 
-  let health: InstanceType<typeof HealthServer> | undefined;
+  let health: InstanceType<typeof HealthPort> | undefined;
   if (config.healthPort !== 0) {
-    health = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics);
+    const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics);
+    health = new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceOwnsNode());
+    daemon.onRoleChange = (role) => void (role === 'passive' ? health!.release() : health!.reclaim());
     try {
-      const port = await health.listen(config.healthPort, config.healthHost);
-      log.info({ port, host: config.healthHost }, 'health server listening');
+      await health.start();
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       process.stderr.write(`cni-chainer: HEALTH_PORT: cannot listen on ${config.healthHost} port ${config.healthPort}: ${code ?? (err as Error).message}\n`);

@@ -121,8 +121,8 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
       for (const object of objects) await validateSchema(object);
       // The validator is strict enough to matter: a wrong type is refused.
       const broken = structuredClone(daemonSet);
-      broken.spec.template.spec.containers[0].ports[0].containerPort = 'health';
-      await expect(validateSchema(broken)).rejects.toThrow(/containerPort/);
+      broken.spec.template.spec.containers[0].readinessProbe.periodSeconds = 'often';
+      await expect(validateSchema(broken)).rejects.toThrow(/periodSeconds/);
     });
 
     it('sets only variables the agent knows, with values its schema accepts', () => {
@@ -146,9 +146,10 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
 
     it('runs on the host network with dual-stack probes on HEALTH_PORT, a surge, and a grace period above the cleanup deadline', () => {
       expect(pod.hostNetwork).toBe(true);
-      expect(container.ports[0].containerPort).toBe(Number(value('HEALTH_PORT')));
-      expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
-      expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
+      // A declared port would be a hostPort, and the surge pod would never be scheduled beside the old one.
+      expect(container.ports).toBeUndefined();
+      expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: Number(value('HEALTH_PORT')) });
+      expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: Number(value('HEALTH_PORT')) });
       expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
       expect(pod.priorityClassName).toBe('system-node-critical');
       expect(daemonSet.spec.updateStrategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });

@@ -45,6 +45,11 @@ export class Daemon {
   readonly root: HostRoot;
   readonly readiness = new Readiness();
   phase: Phase = 'starting';
+  /**
+   * Told when this instance stands down for a newer one, and when it takes the node back. On the
+   * host's network both share one health port: the CLI hands it over (cli.ts).
+   */
+  onRoleChange: ((role: 'passive' | 'active') => void) | undefined;
   private readonly watcher: Watcher;
   private readonly netDir: NetDirWatch;
   /** Keeps the configs chained: in place (Reconciler) or through the agent's own file (OwnedConfig). */
@@ -360,6 +365,12 @@ export class Daemon {
     this.phase = 'passive';
     this.readiness.block('owner', `instance ${owner} has taken over this node`);
     this.log.warn({ owner }, 'a newer instance has taken over this node: no longer patching, and no cleanup on exit');
+    this.onRoleChange?.('passive');
+  }
+
+  /** True when another live instance owns the node (it holds the health port we share on the host). */
+  anotherInstanceOwnsNode(): boolean {
+    return this.ownership.isLiveOther(this.ownership.currentOwner());
   }
 
   /** The newer instance is gone (rolled back, or killed): this one maintains the node again. */
@@ -367,6 +378,7 @@ export class Daemon {
     if (this.phase !== 'passive') return;
     this.phase = 'active';
     this.log.warn('the instance that had taken over this node is gone: maintaining it again');
+    this.onRoleChange?.('active');
     await this.claim();
     await this.reinstallBinaries();
     await this.syncKubeconfig();

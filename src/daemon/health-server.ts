@@ -72,10 +72,20 @@ export class HealthServer {
     });
   }
 
-  close(): Promise<void> {
-    clearInterval(this.ticker);
+  /** Stops listening (the port goes to another instance); listen() may be called again. */
+  unlisten(): Promise<void> {
+    if (!this.server.listening) return Promise.resolve();
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  get listening(): boolean {
+    return this.server.listening;
+  }
+
+  close(): Promise<void> {
+    clearInterval(this.ticker);
+    return this.unlisten();
   }
 
   private async handle(req: Http.IncomingMessage, res: Http.ServerResponse): Promise<void> {

@@ -257,6 +257,25 @@ describe('nodes never left broken', () => {
     await waitFor(() => host.isChained('10-aws.conflist'), 'new configs chained by A');
   });
 
+  it('11. upgrade with maxSurge on the host network: HEALTH_PORT handed to the newer instance, and back on rollback', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const port = await freePort();
+    const a = await host.started({ HEALTH_PORT: String(port) });
+    expect((await probe(port, '/readyz')).status).toBe(200);
+    // B starts while A holds the port: it waits for it instead of exiting, and A lets go on standing down.
+    const b = await host.started({ HEALTH_PORT: String(port) });
+    await b.waitLog((l) => l.msg === 'HEALTH_PORT is held by the instance that owns this node (an upgrade): serving probes once it stands down');
+    await a.waitLog((l) => l.msg === 'released HEALTH_PORT to the instance that took over');
+    await b.waitLog((l) => l.msg === 'health server listening');
+    await waitFor(async () => (await probe(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'B answers ready on the port');
+    // Rollback: B goes, A takes the node and the port back.
+    expect((await b.stop()).code).toBe(0);
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 15_000);
+    await waitFor(async () => (await probe(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'A answers ready on the port again');
+    await waitFor(() => a.count('health server listening') === 2, 'A listening again');
+  }, 30_000);
+
   it('11. rollback after the newer instance was killed: taken back once its heartbeat stops', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
