@@ -4,6 +4,7 @@
 import './memory-flags.js';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
+import type { HealthPort } from './daemon/health-port.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
 
@@ -42,30 +43,11 @@ function parseArgs(argv: string[]): Args | 'help' | 'version' {
 async function run(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   const log = createLogger(config.logLevel, config.logFormat);
-  const [{ Daemon }, { Metrics }, { HealthServer }, { HealthPort }] = await Promise.all([
-    import('./daemon/daemon.js'),
-    import('./daemon/metrics.js'),
-    import('./daemon/health-server.js'),
-    import('./daemon/health-port.js'),
-  ]);
+  const [{ Daemon }, { Metrics }] = await Promise.all([import('./daemon/daemon.js'), import('./daemon/metrics.js')]);
   const metrics = new Metrics(VERSION, config.backend);
   const daemon = new Daemon(config, plugin, log, metrics);
   log.info({ version: VERSION, instance: daemon.instance, backend: config.backend, netDir: config.netDir, hostRoot: config.hostRoot }, 'starting');
-
-  let health: InstanceType<typeof HealthPort> | undefined;
-  if (config.healthPort !== 0) {
-    const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics);
-    health = new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceOwnsNode());
-    daemon.onRoleChange = (role) => void (role === 'passive' ? health!.release() : health!.reclaim());
-    try {
-      await health.start();
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      process.stderr.write(`cni-chainer: HEALTH_PORT: cannot listen on ${config.healthHost} port ${config.healthPort}: ${code ?? (err as Error).message}\n`);
-      await health.close();
-      return code === 'EADDRINUSE' || code === 'EACCES' ? 2 : 1;
-    }
-  }
+  let health: HealthPort | undefined;
 
   // One stop, whatever signals arrive: the first starts the cleanup, the others are logged. The
   // deadline comes from SHUTDOWN_TIMEOUT_S, set below the pod's terminationGracePeriodSeconds.
@@ -105,8 +87,31 @@ async function run(config: Config): Promise<number> {
     process.on('SIGINT', () => void stop('SIGINT').then(resolve));
   });
 
+  const startup = daemon.start();
+  // The health server (node:http and its listen: ~13 ms, measured with --cpu-prof) comes up once the
+  // first scan's writes are under way: the configs on the node wait for nothing, and readiness could
+  // not be true before the scan anyway.
+  const scanning = await daemon.firstScan;
+  if (scanning && config.healthPort !== 0 && stopping === undefined) {
+    const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/health-server.js'), import('./daemon/health-port.js')]);
+    const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics);
+    const port = new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceMayHoldPort());
+    health = port;
+    daemon.onRoleChange = (role) => void (role === 'passive' ? port.release() : port.reclaim());
+    try {
+      await port.start();
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      process.stderr.write(`cni-chainer: HEALTH_PORT: cannot listen on ${config.healthHost} port ${config.healthPort}: ${code ?? (err as Error).message}\n`);
+      await port.close();
+      // What the start did meanwhile is undone as at SIGTERM: no node is left half-installed.
+      await startup.catch(() => {});
+      await daemon.stop();
+      return code === 'EADDRINUSE' || code === 'EACCES' ? 2 : 1;
+    }
+  }
   try {
-    await daemon.start();
+    await startup;
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     if (stopping !== undefined) return stopping; // a signal during start: its cleanup decides

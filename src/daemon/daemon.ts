@@ -50,6 +50,11 @@ export class Daemon {
    * host's network both share one health port: the CLI hands it over (cli.ts).
    */
   onRoleChange: ((role: 'passive' | 'active') => void) | undefined;
+  /** Resolves true once the first scan's passes are under way; false if start() ended without one. */
+  readonly firstScan: Promise<boolean>;
+  private firstScanDispatched!: (dispatched: boolean) => void;
+  /** The live instance this one took the node from at start (a maxSurge upgrade), if any. */
+  private tookOverFrom: string | undefined;
   private readonly watcher: Watcher;
   private readonly netDir: NetDirWatch;
   /** Keeps the configs chained: in place (Reconciler) or through the agent's own file (OwnedConfig). */
@@ -81,6 +86,7 @@ export class Daemon {
     private readonly log: Logger,
     private readonly metrics: Metrics,
   ) {
+    this.firstScan = new Promise((resolve) => (this.firstScanDispatched = resolve));
     this.root = new HostRoot(config.hostRoot);
     this.kubeconfig = new KubeconfigFile(config, this.root);
     this.ownership = new Ownership(this.root, config.netDir);
@@ -127,6 +133,14 @@ export class Daemon {
   }
 
   async start(): Promise<void> {
+    try {
+      await this.startWatching();
+    } finally {
+      this.firstScanDispatched(false); // no-op once it said true
+    }
+  }
+
+  private async startWatching(): Promise<void> {
     this.kubeconfig.render(); // a token without KUBERNETES_SERVICE_HOST is a configuration error: fail now
     if (!this.root.kernelConfined) {
       this.log.warn('openat2 is not available (Linux before 5.6): symlinks are resolved inside the host root in userland, which a concurrent directory swap can race');
@@ -150,6 +164,7 @@ export class Daemon {
     if (existsSync(this.config.serviceAccountDir)) await this.watcher.watch(this.config.serviceAccountDir);
     await this.watcher.watch(this.binDirOnDisk);
     await this.netDir.rearm();
+    this.firstScanDispatched(true); // its writes are on the pool: nothing below holds them up
     this.resyncTimer = this.every(this.config.resyncIntervalMs, () => void this.resync());
     this.heartbeatTimer = this.every(HEARTBEAT_MS, () => void this.heartbeat());
     // 4. Ready once the first passes are done (the readiness report also needs every config chained).
@@ -328,6 +343,7 @@ export class Daemon {
     // The newest instance claims the node at its first arm; later (net.d re-created) only if no other
     // live instance holds it.
     if (this.phase === 'starting' || !this.ownership.isLiveOther(owner)) {
+      if (this.phase === 'starting' && this.ownership.isLiveOther(owner)) this.tookOverFrom = owner!.instance;
       await this.claim();
     } else {
       this.standDown(owner!.instance);
@@ -368,9 +384,12 @@ export class Daemon {
     this.onRoleChange?.('passive');
   }
 
-  /** True when another live instance owns the node (it holds the health port we share on the host). */
-  anotherInstanceOwnsNode(): boolean {
-    return this.ownership.isLiveOther(this.ownership.currentOwner());
+  /**
+   * True when this instance took the node over from a live one at start, or another live instance
+   * owns it now: either may still hold the health port we share on the host.
+   */
+  anotherInstanceMayHoldPort(): boolean {
+    return this.tookOverFrom !== undefined || this.ownership.isLiveOther(this.ownership.currentOwner());
   }
 
   /** The newer instance is gone (rolled back, or killed): this one maintains the node again. */
