@@ -23,7 +23,9 @@
 //                  | 'stale'      (name was gone; tmp unlinked)
 //                  | 'swapped'    (a newer write was swapped out: it is at `tmp` now, for the caller to give back)
 //                  | 'unsupported' (the filesystem has no RENAME_EXCHANGE; tmp is complete and left in place)
-//     A job that fails removes its temp file and gives a Node-style errno error in its place; the
-//     others go on. Bad arguments throw before anything is queued.
+//     After the batch, each directory where something landed is fsynced once (a failure there fails
+//     the jobs that landed in it: their durability is unknown). A job that fails removes its temp
+//     file and gives a Node-style errno error in its place; the others go on. Bad arguments throw
+//     before anything is queued.
 Napi::Value ReadEntryAt(const Napi::CallbackInfo& info);
 Napi::Value ReplaceEntriesAt(const Napi::CallbackInfo& info);

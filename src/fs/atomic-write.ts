@@ -14,9 +14,10 @@
 // A write of bytes is one call into the addon (native/entry_io.h) that runs the whole sequence (create,
 // fill, chmod, chown, xattrs, fsync, exchange, compare, unlink) on libuv's thread pool: during a storm
 // the event loop only plans patches and hands them out, and the pool's threads write many files at
-// once, so their fsyncs share journal commits. The directory fsync after the landing is shared too
-// (fs/dir-sync.ts). A streamed copy (a Filler: the plugin binary) and a prepared spare (landTemp) keep
-// the step-by-step path below.
+// once, so their fsyncs share journal commits; each batch ends with one fsync of the directory, which
+// makes all its renames durable (fs/replace-batches.ts). A streamed copy (a Filler: the plugin
+// binary) and a prepared spare (landTemp) keep the step-by-step path below, with the shared directory
+// fsync of fs/dir-sync.ts.
 import { closeSync, constants, fchmodSync, fchownSync, fsync, futimesSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { tempNameFor } from '../cni/names.js';
@@ -140,7 +141,7 @@ export async function writeFileAtomic(dir: Dir, name: string, data: string | Buf
 
 const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
 
-/** writeFileAtomic of bytes: one native call, then the shared directory fsync. */
+/** writeFileAtomic of bytes: one native call, directory fsync included. */
 async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
   const { expect } = options;
   const tmp = tempNameFor(name, expect === undefined ? 'new' : (options.expectHash ?? contentHash(expect)));
@@ -163,8 +164,7 @@ async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: Atomic
       exchangeSupported = false;
       return landTemp(dir, tmp, name, options, bytes);
   }
-  await fsyncDir(dir);
-  return 'written';
+  return 'written'; // the batch fsynced the directory after the landing (native/entry_io.h)
 }
 
 // The agent's own identity does not change while it runs.
