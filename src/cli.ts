@@ -100,6 +100,8 @@ async function run(config: Config): Promise<number> {
     daemon.onRoleChange = (role) => void (role === 'passive' ? port.release() : port.reclaim());
     try {
       await port.start();
+      // A newer instance took the node over while this one was starting: the port is its.
+      if (daemon.phase === 'passive') await port.release();
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       process.stderr.write(`cni-chainer: HEALTH_PORT: cannot listen on ${config.healthHost} port ${config.healthPort}: ${code ?? (err as Error).message}\n`);

@@ -13,6 +13,8 @@ const RETRY_MS = 250;
 export class HealthPort {
   private retry: NodeJS.Timeout | undefined;
   private trying = false;
+  /** False while this instance has handed the port to a newer one. */
+  private wanted = true;
 
   constructor(
     private readonly server: HealthServer,
@@ -36,6 +38,7 @@ export class HealthPort {
 
   /** This instance stood down: the newer one gets the port. */
   async release(): Promise<void> {
+    this.wanted = false;
     this.stopRetrying();
     if (!this.server.listening) return;
     await this.server.unlisten();
@@ -44,6 +47,7 @@ export class HealthPort {
 
   /** This instance took the node back: listen again, as soon as the port is free. */
   reclaim(): void {
+    this.wanted = true;
     if (!this.server.listening) this.retryUntilListening();
   }
 
@@ -69,6 +73,8 @@ export class HealthPort {
     try {
       await this.listen();
       this.stopRetrying();
+      // Released while this listen was under way: the port is the newer instance's.
+      if (!this.wanted) await this.release();
     } catch (err) {
       if (errnoCode(err) !== 'EADDRINUSE') this.log.error({ port: this.port, code: errnoCode(err) }, 'cannot listen on HEALTH_PORT');
     } finally {

@@ -71,3 +71,20 @@ describe('HealthPort', () => {
     }
   });
 });
+
+describe('HealthPort, released while a retry is listening', () => {
+  it('gives the port up again: a released instance never keeps it', async () => {
+    const port = await freePort();
+    const blocker = await hold(port);
+    const { health, server } = setup(port, () => true);
+    try {
+      await health.start(); // waiting: the port is held
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+      await health.release(); // stood down before its retry ran
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(server.listening).toBe(false);
+    } finally {
+      await health.close();
+    }
+  });
+});
