@@ -54,6 +54,27 @@ Napi::Object Kind(Napi::Env env, const char* kind) {
   return out;
 }
 
+Napi::Object KindWithStat(Napi::Env env, const char* kind, const struct stat& st) {
+  Napi::Object out = Kind(env, kind);
+  SetStat(env, out, st);
+  return out;
+}
+
+// Reads into buffer until it is full or the file ends; the length read, or -1 with errno set.
+ssize_t ReadUpTo(int fd, char* buffer, size_t capacity) {
+  size_t length = 0;
+  while (length < capacity) {
+    const ssize_t n = read(fd, buffer + length, capacity - length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break;
+    length += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(length);
+}
+
 }  // namespace
 
 Napi::Value ReadEntryAt(const Napi::CallbackInfo& info) {
@@ -72,52 +93,28 @@ Napi::Value ReadEntryAt(const Napi::CallbackInfo& info) {
     throw ErrnoError(env, errno, "lstat", name);
   }
   if (S_ISLNK(st.st_mode)) return Kind(env, "symlink");
-  if (!S_ISREG(st.st_mode)) {
-    Napi::Object out = Kind(env, "not-regular");
-    SetStat(env, out, st);
-    return out;
-  }
+  if (!S_ISREG(st.st_mode)) return KindWithStat(env, "not-regular", st);
   // Replaced by something else since the lstat: O_NOFOLLOW refuses a link (ELOOP), O_NONBLOCK keeps a
   // FIFO from blocking, and the fstat below tells what was opened.
   const int raw = openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (raw < 0) {
     if (errno == ENOENT) return Kind(env, "missing");
     if (errno == ELOOP) return Kind(env, "symlink");
-    if (errno == ENXIO || errno == ENODEV || errno == EISDIR) {
-      Napi::Object out = Kind(env, "not-regular");
-      SetStat(env, out, st);
-      return out;
-    }
+    if (errno == ENXIO || errno == ENODEV || errno == EISDIR) return KindWithStat(env, "not-regular", st);
     throw ErrnoError(env, errno, "open", name);
   }
   Fd fd(raw);
   if (fstat(fd.get(), &st) != 0) throw ErrnoError(env, errno, "fstat", name);
-  if (!S_ISREG(st.st_mode)) {
-    Napi::Object out = Kind(env, "not-regular");
-    SetStat(env, out, st);
-    return out;
-  }
+  if (!S_ISREG(st.st_mode)) return KindWithStat(env, "not-regular", st);
   const double size = static_cast<double>(st.st_size);
-  if (size > maxBytes) {
-    Napi::Object out = Kind(env, "too-large");
-    SetStat(env, out, st);
-    return out;
-  }
+  if (size > maxBytes) return KindWithStat(env, "too-large", st);
   // The file may grow between fstat and read: read one byte past its size to notice.
   const size_t capacity = static_cast<size_t>(std::min(size, maxBytes)) + 1;
   Napi::Buffer<char> buffer = Napi::Buffer<char>::New(env, capacity);
-  size_t length = 0;
-  while (length < capacity) {
-    const ssize_t n = read(fd.get(), buffer.Data() + length, capacity - length);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw ErrnoError(env, errno, "read", name);
-    }
-    if (n == 0) break;
-    length += static_cast<size_t>(n);
-  }
-  Napi::Object out = Kind(env, static_cast<double>(length) > maxBytes ? "too-large" : "file");
-  SetStat(env, out, st);
+  const ssize_t got = ReadUpTo(fd.get(), buffer.Data(), capacity);
+  if (got < 0) throw ErrnoError(env, errno, "read", name);
+  const size_t length = static_cast<size_t>(got);
+  Napi::Object out = KindWithStat(env, static_cast<double>(length) > maxBytes ? "too-large" : "file", st);
   if (static_cast<double>(length) > maxBytes) {
     out.Set("size", Napi::Number::New(env, static_cast<double>(length)));
     return out;
@@ -269,17 +266,8 @@ class Replacement {
     struct stat st;
     if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || static_cast<size_t>(st.st_size) != expect_.size()) return false;
     std::string got(expect_.size() + 1, '\0');
-    size_t length = 0;
-    while (length < got.size()) {
-      const ssize_t n = read(fd.get(), &got[length], got.size() - length);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      if (n == 0) break;
-      length += static_cast<size_t>(n);
-    }
-    return length == expect_.size() && std::memcmp(got.data(), expect_.data(), length) == 0;
+    const ssize_t length = ReadUpTo(fd.get(), &got[0], got.size());
+    return length == static_cast<ssize_t>(expect_.size()) && std::memcmp(got.data(), expect_.data(), expect_.size()) == 0;
   }
 
   int dirfd_;
@@ -334,22 +322,6 @@ class ReplaceBatch : public Napi::AsyncWorker {
   Napi::Promise::Deferred deferred_;
   std::vector<Replacement> jobs_;
 };
-
-std::string BufferValue(Napi::Env env, Napi::Value value, const char* what) {
-  if (!value.IsBuffer()) throw Napi::TypeError::New(env, std::string(what) + " must be a Buffer");
-  Napi::Buffer<char> b = value.As<Napi::Buffer<char>>();
-  return std::string(b.Data(), b.Length());
-}
-
-int IntValue(Napi::Env env, Napi::Value value, const char* what) {
-  if (!value.IsNumber()) throw Napi::TypeError::New(env, std::string(what) + " must be a number");
-  return value.As<Napi::Number>().Int32Value();
-}
-
-std::string StringValue(Napi::Env env, Napi::Value value, const char* what) {
-  if (!value.IsString()) throw Napi::TypeError::New(env, std::string(what) + " must be a string");
-  return value.As<Napi::String>();
-}
 
 Replacement ParseJob(Napi::Env env, Napi::Value value) {
   if (!value.IsArray()) throw Napi::TypeError::New(env, "each job must be an array");
