@@ -1,10 +1,6 @@
 // HTTP probes and metrics on HEALTH_PORT: /healthz (alive), /readyz (every config chained), /metrics.
-
-// Loaded through require(): an ES import of a built-in builds its ES module facade, which reads every
-// export, and node:http's lazy `fetch` machinery (undici) costs 21 ms of start-up that way.
-const http = createRequire(import.meta.url)('node:http') as typeof Http;
-import type * as Http from 'node:http';
-import { createRequire } from 'node:module';
+// (node:http reaches the bundled CLI through require(), as every built-in does: scripts/bundle.mjs.)
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Metrics } from './metrics.js';
@@ -25,7 +21,7 @@ const MAX_LOOP_STALL_MS = 5_000;
 const STALL_REPORT_MS = 60_000;
 
 export class HealthServer {
-  private readonly server: Http.Server;
+  private readonly server: Server;
   private lastTick = performance.now();
   private lastStallAt = -Infinity;
   private lastStallMs = 0;
@@ -38,7 +34,7 @@ export class HealthServer {
   ) {
     this.ticker = setInterval(() => this.tick(), TICK_MS);
     this.ticker.unref();
-    this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server = createServer((req, res) => void this.handle(req, res));
   }
 
   private tick(): void {
@@ -88,7 +84,7 @@ export class HealthServer {
     return this.unlisten();
   }
 
-  private async handle(req: Http.IncomingMessage, res: Http.ServerResponse): Promise<void> {
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = (req.url ?? '/').split('?')[0];
     const send = (status: number, body: string, type = 'text/plain; charset=utf-8') => {
       res.writeHead(status, { 'content-type': type });

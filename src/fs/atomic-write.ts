@@ -141,16 +141,21 @@ export async function writeFileAtomic(dir: Dir, name: string, data: string | Buf
 
 const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
 
+/** The temp name for a write of `name`: it carries the hash of the content it expects to replace. */
+function tempFor(name: string, options: AtomicWriteOptions): string {
+  return tempNameFor(name, options.expect === undefined ? 'new' : (options.expectHash ?? contentHash(options.expect)));
+}
+
 /** writeFileAtomic of bytes: one native call, directory fsync included. */
 async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
   const { expect } = options;
-  const tmp = tempNameFor(name, expect === undefined ? 'new' : (options.expectHash ?? contentHash(expect)));
   const landing = options.noReplace === true ? LANDING.noReplace : expect === undefined ? LANDING.rename : exchangeSupported ? LANDING.exchange : undefined;
   if (landing === undefined) {
     // No RENAME_EXCHANGE here (found out earlier): the step-by-step path re-checks and renames.
     const made = await createTemp(dir, name, bytes, options);
     return landTemp(dir, made, name, options, bytes);
   }
+  const tmp = tempFor(name, options);
   const ids = ownerIds(options);
   const xattrs = (options.xattrs ?? []).map(([key, value]): [string, Buffer, boolean] => [key, value, OPTIONAL_XATTR.test(key)]);
   const result = await dir.callAsync(name, () => replaceEntry([dir.fd, tmp, name, bytes, options.mode, ids.uid, ids.gid, xattrs, landing, expect]));
@@ -185,7 +190,7 @@ function ownerIds(options: AtomicWriteOptions): { uid: number; gid: number } {
  */
 export async function createTemp(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<string> {
   const bytes = typeof data === 'string' ? Buffer.from(data) : typeof data === 'function' ? undefined : data;
-  const tmp = tempNameFor(name, options.expect === undefined ? 'new' : (options.expectHash ?? contentHash(options.expect)));
+  const tmp = tempFor(name, options);
   // Creating and filling a small file is page-cache work: done inline, it saves the event loop
   // four round trips through the thread pool. Only the fsync, which waits for the disk, goes there.
   const fd = dir.openEntry(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
