@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include <string>
+#include <string_view>
 
 inline int IntValue(Napi::Env env, Napi::Value value, const char* what) {
   if (!value.IsNumber()) throw Napi::TypeError::New(env, std::string(what) + " must be a number");
@@ -21,6 +22,13 @@ inline std::string BufferValue(Napi::Env env, Napi::Value value, const char* wha
   if (!value.IsBuffer()) throw Napi::TypeError::New(env, std::string(what) + " must be a Buffer");
   Napi::Buffer<char> bytes = value.As<Napi::Buffer<char>>();
   return std::string(bytes.Data(), bytes.Length());
+}
+
+/** The bytes of a Buffer, not copied: valid while the Buffer is referenced and unchanged. */
+inline std::string_view BufferView(Napi::Env env, Napi::Value value, const char* what) {
+  if (!value.IsBuffer()) throw Napi::TypeError::New(env, std::string(what) + " must be a Buffer");
+  Napi::Buffer<char> bytes = value.As<Napi::Buffer<char>>();
+  return std::string_view(bytes.Data(), bytes.Length());
 }
 
 inline Napi::Value Arg(const Napi::CallbackInfo& info, size_t i) {

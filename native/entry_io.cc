@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -138,18 +139,19 @@ enum Landing { kRename = 0, kNoReplace = 1, kExchange = 2 };
 // One replacement: everything it needs copied in on the main thread, run on a pool thread.
 class Replacement {
  public:
-  Replacement(int dirfd, std::string tmp, std::string name, std::string data, int mode, int uid, int gid, std::vector<Xattr> xattrs,
-              int landing, std::string expect)
+  // `data` and `expect` point into Buffers that the batch keeps referenced until it completes.
+  Replacement(int dirfd, std::string tmp, std::string name, std::string_view data, int mode, int uid, int gid, std::vector<Xattr> xattrs,
+              int landing, std::string_view expect)
       : dirfd_(dirfd),
         tmp_(std::move(tmp)),
         name_(std::move(name)),
-        data_(std::move(data)),
+        data_(data),
         mode_(mode),
         uid_(uid),
         gid_(gid),
         xattrs_(std::move(xattrs)),
         landing_(landing),
-        expect_(std::move(expect)) {}
+        expect_(expect) {}
 
   // On the pool: no JavaScript.
   void Run() {
@@ -273,13 +275,13 @@ class Replacement {
   int dirfd_;
   std::string tmp_;
   std::string name_;
-  std::string data_;
+  std::string_view data_;
   int mode_;
   int uid_;
   int gid_;
   std::vector<Xattr> xattrs_;
   int landing_;
-  std::string expect_;
+  std::string_view expect_;
   std::string result_;
   int error_ = 0;
   const char* syscall_ = "";
@@ -290,8 +292,14 @@ class Replacement {
 // batches instead of a wakeup per file (in perf, waking pool threads was a tenth of the agent's CPU).
 class ReplaceBatch : public Napi::AsyncWorker {
  public:
-  ReplaceBatch(Napi::Env env, std::vector<Replacement> jobs)
-      : Napi::AsyncWorker(env, "cni-chainer:replaceEntriesAt"), deferred_(Napi::Promise::Deferred::New(env)), jobs_(std::move(jobs)) {}
+  // `list` (the jobs as JavaScript passed them) stays referenced until the batch completes: its
+  // Buffers are written and compared from the pool without a copy. (A Buffer's bytes live outside
+  // V8's heap and do not move; the agent never changes a Buffer it has handed over.)
+  ReplaceBatch(Napi::Env env, Napi::Array list, std::vector<Replacement> jobs)
+      : Napi::AsyncWorker(env, "cni-chainer:replaceEntriesAt"),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        list_(Napi::Persistent(list.As<Napi::Object>())),
+        jobs_(std::move(jobs)) {}
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
@@ -320,6 +328,7 @@ class ReplaceBatch : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
+  Napi::ObjectReference list_;
   std::vector<Replacement> jobs_;
 };
 
@@ -331,7 +340,7 @@ Replacement ParseJob(Napi::Env env, Napi::Value value) {
   std::string name = StringValue(env, job.Get(2u), "name");
   if (!IsEntryName(tmp)) throw ErrnoError(env, EINVAL, "open", tmp);
   if (!IsEntryName(name)) throw ErrnoError(env, EINVAL, "rename", name);
-  std::string data = BufferValue(env, job.Get(3u), "bytes");
+  std::string_view data = BufferView(env, job.Get(3u), "bytes");
   const int mode = IntValue(env, job.Get(4u), "mode");
   const int uid = IntValue(env, job.Get(5u), "uid");
   const int gid = IntValue(env, job.Get(6u), "gid");
@@ -347,8 +356,8 @@ Replacement ParseJob(Napi::Env env, Napi::Value value) {
   }
   const int landing = IntValue(env, job.Get(8u), "landing");
   if (landing < kRename || landing > kExchange) throw Napi::RangeError::New(env, "landing must be 0, 1 or 2");
-  std::string expect = landing == kExchange ? BufferValue(env, job.Get(9u), "expect") : std::string();
-  return Replacement(dirfd, std::move(tmp), std::move(name), std::move(data), mode, uid, gid, std::move(xattrs), landing, std::move(expect));
+  std::string_view expect = landing == kExchange ? BufferView(env, job.Get(9u), "expect") : std::string_view();
+  return Replacement(dirfd, std::move(tmp), std::move(name), data, mode, uid, gid, std::move(xattrs), landing, expect);
 }
 
 }  // namespace
@@ -360,7 +369,7 @@ Napi::Value ReplaceEntriesAt(const Napi::CallbackInfo& info) {
   std::vector<Replacement> jobs;
   jobs.reserve(list.Length());
   for (uint32_t i = 0; i < list.Length(); i++) jobs.push_back(ParseJob(env, list.Get(i)));
-  auto* worker = new ReplaceBatch(env, std::move(jobs));
+  auto* worker = new ReplaceBatch(env, list, std::move(jobs));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;

@@ -1,9 +1,15 @@
 // Per-key serialisation with coalescing: at most one pass of a key runs at a time, and any number of
-// triggers during a pass cause exactly one more pass afterwards. At most `limit` passes run at once
-// (each holds a few fds across its fsync: unbounded, a resync of thousands of configs exhausts
-// RLIMIT_NOFILE); the others wait in trigger order. Below the limit, the first pass starts
-// synchronously inside trigger(), so a complete-write event is acted on at once.
-export const DEFAULT_PASS_CONCURRENCY = 32;
+// triggers during a pass cause exactly one more pass afterwards. At most `limit` passes run at once,
+// and while others run a pass starts only if `hasRoom()` says so (the reconciler's bound on the bytes
+// its passes hold); the others wait in trigger order. With room, the first pass starts synchronously
+// inside trigger(), so a complete-write event is acted on at once.
+//
+// The limit bounds what passes hold between their read and their write's completion: an fd for a
+// symlink's target directory, a pending promise. Their writes go to libuv's pool in batches
+// (fs/replace-batches.ts), so the limit also sets how large a batch can be: at 32, a storm's passes
+// finished two by two and each next one went to the pool alone (4,734 work items for 5,000 files;
+// at 256, 104), and waking a pool thread per file cost more CPU than the file's syscalls.
+export const DEFAULT_PASS_CONCURRENCY = 256;
 
 export class CoalescingQueue<K = string> {
   private readonly active = new Set<K>(); // running or waiting for a slot
@@ -15,6 +21,7 @@ export class CoalescingQueue<K = string> {
     private readonly pass: (key: K) => Promise<void>,
     private readonly onError: (key: K, error: unknown) => void,
     private readonly limit = DEFAULT_PASS_CONCURRENCY,
+    private readonly hasRoom: () => boolean = () => true,
   ) {}
 
   trigger(key: K): void {
@@ -27,8 +34,8 @@ export class CoalescingQueue<K = string> {
     // Marked before the pass starts: a pass that triggers its own key synchronously must not start a
     // second, concurrent pass.
     this.active.add(key);
-    if (this.running.size >= this.limit) this.waiting.add(key);
-    else this.start(key);
+    if (this.canStart()) this.start(key);
+    else this.waiting.add(key);
   }
 
   private start(key: K): void {
@@ -55,10 +62,15 @@ export class CoalescingQueue<K = string> {
 
   private startWaiting(): void {
     for (const key of this.waiting) {
-      if (this.running.size >= this.limit) return;
+      if (!this.canStart()) return;
       this.waiting.delete(key);
       this.start(key);
     }
+  }
+
+  // Alone, a pass always starts: room is a bound on company, never a reason to stall.
+  private canStart(): boolean {
+    return this.running.size === 0 || (this.running.size < this.limit && this.hasRoom());
   }
 
   /** Keys running or waiting. */

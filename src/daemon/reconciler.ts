@@ -17,6 +17,7 @@ import { withDirSync, type Dir } from '../fs/dir.js';
 import { SharedDir } from '../fs/shared-dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { BurstLog } from './burst-log.js';
+import { BytesInFlight } from './bytes-in-flight.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { FightDetector } from './fight-detector.js';
@@ -49,6 +50,7 @@ export class Reconciler {
   private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf → sha256 of it
   private readonly spares: Spares;
   private readonly netDirHandle: SharedDir;
+  private readonly inFlight = new BytesInFlight();
   private readonly burst = new BurstLog((count, sample) => this.deps.log.info({ count, files: sample }, 'chained plugin into configs'));
 
   constructor(
@@ -62,6 +64,8 @@ export class Reconciler {
     this.queue = new CoalescingQueue(
       (name) => this.pass(name).finally(() => deps.onPassDone?.()),
       (name, error) => this.failed(name, error),
+      undefined,
+      () => this.inFlight.hasRoom,
     );
   }
 
@@ -165,7 +169,7 @@ export class Reconciler {
     }
     if (read.kind !== 'symlink') {
       this.targets.remove(name);
-      await this.patch(netDir, name, { dir: netDir, name }, read);
+      await this.patchHolding(netDir, name, { dir: netDir, name }, read);
       return;
     }
     const linkText = netDir.readlink(name);
@@ -176,7 +180,7 @@ export class Reconciler {
       return;
     }
     try {
-      await this.patch(netDir, name, { dir: target.dir, name: target.name, linkText }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
+      await this.patchHolding(netDir, name, { dir: target.dir, name: target.name, linkText }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
     } finally {
       target.dir.close();
     }
@@ -196,6 +200,12 @@ export class Reconciler {
     }
     this.targets.remove(name);
     this.deps.readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${this.deps.config.suffixes.join(',')}) leaves it out`);
+  }
+
+  /** patch(), counting the content and its patched copy against the bytes in flight. */
+  private patchHolding(netDir: Dir, name: string, source: Source, read: EntryRead): Promise<void> {
+    const bytes = read.kind === 'file' ? 2 * read.bytes.length : 0;
+    return this.inFlight.during(bytes, () => this.patch(netDir, name, source, read));
   }
 
   private async patch(netDir: Dir, name: string, source: Source, read: EntryRead): Promise<void> {

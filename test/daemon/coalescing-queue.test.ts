@@ -120,4 +120,31 @@ describe('CoalescingQueue concurrency bound', () => {
     expect(passes.get('a')).toBe(1);
     expect(passes.get('b')).toBe(1);
   });
+
+  it('starts a pass only while hasRoom() allows it, and always when none runs', async () => {
+    let room = false;
+    const started: string[] = [];
+    const release = new Map<string, () => void>();
+    const queue = new CoalescingQueue(
+      (key) => {
+        started.push(key);
+        return new Promise<void>((resolve) => release.set(key, resolve));
+      },
+      () => {},
+      8,
+      () => room,
+    );
+    queue.trigger('a'); // alone: room is not asked
+    queue.trigger('b');
+    queue.trigger('c');
+    expect(started).toEqual(['a']);
+    room = true;
+    release.get('a')!();
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['a', 'b', 'c']); // room again once a finished
+    release.get('b')!();
+    release.get('c')!();
+    await queue.drain();
+    expect(queue.size).toBe(0);
+  });
 });

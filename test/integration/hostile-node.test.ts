@@ -121,6 +121,20 @@ describe('hangs and crashes', () => {
     expect(peakRssMiB(daemon.child.pid!)).toBeLessThan(110);
     await daemon.stop();
   }, 180_000);
+
+  // 256 passes may run at once (coalescing-queue.ts); with configs near MAX_CONFIG_BYTES they would
+  // hold ~0.5 GiB. Measured peak: 256 MiB without the bytes-in-flight bound, 128-130 MiB with it
+  // (most of that is Buffers V8 has not yet collected).
+  it('5. 100 configs of 1 MB each: passes hold at most a few MiB at once, peak RSS stays bounded', async () => {
+    const host = new NodeHost();
+    const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(1_000_000) }] });
+    const names = Array.from({ length: 100 }, (_, i) => `c${String(i).padStart(3, '0')}.conflist`);
+    for (const name of names) writeFileSync(host.net(name), big);
+    const daemon = host.start({ LOG_LEVEL: 'warn', MALLOC_ARENA_MAX: '2' });
+    await waitFor(() => names.every((name) => host.read(name).includes('linkerd-cni')), 'all chained', 60_000);
+    expect(peakRssMiB(daemon.child.pid!)).toBeLessThan(190);
+    await daemon.stop();
+  }, 120_000);
 });
 
 describe('readiness that never lies', () => {

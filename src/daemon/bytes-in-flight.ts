@@ -1,0 +1,26 @@
+// How many bytes of config the running passes hold: each holds a file's content and its patched copy
+// from its read until its write completes. Up to 256 passes run at once (coalescing-queue.ts); with
+// configs near MAX_CONFIG_BYTES (1 MiB by default) that would be half a GiB, so a pass starts only
+// while the others hold less than the budget. A pass is never refused alone, so one config as large
+// as MAX_CONFIG_BYTES is always patched.
+export const DEFAULT_BYTES_BUDGET = 4 << 20;
+
+export class BytesInFlight {
+  private held = 0;
+
+  constructor(private readonly budget = DEFAULT_BYTES_BUDGET) {}
+
+  get hasRoom(): boolean {
+    return this.held < this.budget;
+  }
+
+  /** Holds `bytes` while `work` runs. */
+  async during<T>(bytes: number, work: () => Promise<T>): Promise<T> {
+    this.held += bytes;
+    try {
+      return await work();
+    } finally {
+      this.held -= bytes;
+    }
+  }
+}
