@@ -1,6 +1,6 @@
 // `npm run bench`: the agent against the physical floor (DESIGN §5). On the default disk and on
 // tmpfs, a C program does the agent's minimal syscalls for the same files (bench/floor.c); then the
-// real agent runs against a scratch host tree while a writer thread plays the primary CNI and an
+// real agent runs against a scratch host tree while a C writer plays the primary CNI and an
 // independent inotify observer records when each patched file lands. Also: the watchers alone
 // (native, @parcel/watcher, fs.watch), start (exec to the first pre-existing config patched, against
 // a bare `node -e ''`), memory and idle CPU. Every target is printed as a ratio within this one run,
@@ -14,7 +14,6 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import { isTempName } from '../src/cni/names.js';
 import { NativeWatcher } from '../src/watch/native.js';
 import type { WatchBackendName } from '../src/watch/watcher.js';
@@ -24,7 +23,6 @@ import { Floor } from './floor.js';
 import { freePort } from './free-port.js';
 import { summarize, type Summary } from './stats.js';
 import { watcherLatency } from './watchers.js';
-import type { WriterJob, WriterResult } from './writer.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..', '..');
@@ -84,13 +82,6 @@ class Observer {
   }
 }
 
-function runWriter(job: WriterJob): Promise<WriterResult> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(path.join(here, 'writer.js'), { workerData: job });
-    worker.once('message', (result: WriterResult) => resolve(result));
-    worker.once('error', reject);
-  });
-}
 
 async function until(what: string, test: () => boolean, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -121,10 +112,9 @@ interface Storm {
 }
 
 /** The writer renames `names` in as fast as it can; the agent patches them all. */
-async function storm(agent: Agent, observer: Observer, netDir: string, names: string[]): Promise<Storm> {
+async function storm(floor: Floor, agent: Agent, observer: Observer, netDir: string, names: string[]): Promise<Storm> {
   const cpu0 = agent.cpuSeconds();
-  const result = await runWriter({ dir: netDir, names, text: PRIMARY, rounds: 1, intervalMs: 0 });
-  const renamedAt = new Map(Object.entries(result.renamedAt).map(([k, v]) => [k, BigInt(v)]));
+  const renamedAt = new Map(Object.entries(await floor.write({ dir: netDir, names, intervalMs: 0 })).map(([k, v]) => [k, BigInt(v)]));
   await until('every file patched', () => names.every((n) => observer.landingAfter(n, renamedAt.get(n)!) !== undefined));
   const first = [...renamedAt.values()].reduce((a, b) => (a < b ? a : b));
   const landings = names.map((n) => observer.landingAfter(n, renamedAt.get(n)!)!);
@@ -137,9 +127,8 @@ async function storm(agent: Agent, observer: Observer, netDir: string, names: st
   };
 }
 
-async function paced(observer: Observer, netDir: string, names: string[]): Promise<{ latency: Summary; samples: number[]; missed: number }> {
-  const result = await runWriter({ dir: netDir, names, text: PRIMARY, rounds: 1, intervalMs: INTERVAL_MS });
-  const renamedAt = new Map(Object.entries(result.renamedAt).map(([k, v]) => [k, BigInt(v)]));
+async function paced(floor: Floor, observer: Observer, netDir: string, names: string[]): Promise<{ latency: Summary; samples: number[]; missed: number }> {
+  const renamedAt = new Map(Object.entries(await floor.write({ dir: netDir, names, intervalMs: INTERVAL_MS })).map(([k, v]) => [k, BigInt(v)]));
   const landed = (n: string) => observer.landingAfter(n, renamedAt.get(n)!) !== undefined;
   // @parcel/watcher now and then drops an event (seen here: 1 of 200 after a storm); with no resync
   // in the bench such a file is never patched. Counted as missed rather than waited for forever.
@@ -177,21 +166,21 @@ function hostTree(dir: string): { hostRoot: string; netDir: string; bin: string 
 
 const pad = (i: number) => String(i).padStart(5, '0');
 
-async function benchBackend(backend: WatchBackendName, scratch: string) {
+async function benchBackend(floor: Floor, backend: WatchBackendName, scratch: string) {
   const { hostRoot, netDir, bin } = hostTree(path.join(scratch, backend));
   const observer = new Observer(netDir);
   // For profiling the agent: BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
   const agent = new Agent(cli, await agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, backend), 'agent', nodeArgs);
   try {
-    return await measureBackend(backend, agent, observer, netDir);
+    return await measureBackend(floor, backend, agent, observer, netDir);
   } finally {
     // A failed phase must not leave the agent running behind the bench.
     if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGKILL');
   }
 }
 
-async function measureBackend(backend: WatchBackendName, agent: Agent, observer: Observer, netDir: string) {
+async function measureBackend(floor: Floor, backend: WatchBackendName, agent: Agent, observer: Observer, netDir: string) {
   await agent.waitForLog('started');
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const idleRssMiB = agent.rssMiB();
@@ -200,11 +189,11 @@ async function measureBackend(backend: WatchBackendName, agent: Agent, observer:
   const storms: Storm[] = [];
   for (let r = 0; r < REPEAT; r++) {
     process.stderr.write(`[${backend}] storm ${r + 1}/${REPEAT}: ${FILES} new files\n`);
-    storms.push(await storm(agent, observer, netDir, Array.from({ length: FILES }, (_, i) => `${pad(i)}-storm${r}.conflist`)));
+    storms.push(await storm(floor, agent, observer, netDir, Array.from({ length: FILES }, (_, i) => `${pad(i)}-storm${r}.conflist`)));
     await settle();
   }
   process.stderr.write(`[${backend}] paced: ${PACED} new files, one every ${INTERVAL_MS} ms\n`);
-  const pacedResult = await paced(observer, netDir, Array.from({ length: PACED }, (_, i) => `${pad(i)}-paced.conflist`));
+  const pacedResult = await paced(floor, observer, netDir, Array.from({ length: PACED }, (_, i) => `${pad(i)}-paced.conflist`));
   const peakRssMiB = agent.peakRssMiB();
   const shutdown = await agent.stop();
   await observer.close();
@@ -321,23 +310,23 @@ async function main(): Promise<void> {
   const base = mkdtempSync(path.join(TMP, 'cni-chainer-bench-'));
   const tmpfsRoot = existsSync('/dev/shm') ? mkdtempSync(path.join('/dev/shm', 'cni-chainer-bench-')) : undefined;
   try {
-    const floorTool = new Floor(path.join(repo, 'bench', 'floor.c'), path.join(base, 'floor-build'), PRIMARY_FILE, PLUGIN_FILE);
+    const floor = new Floor(path.join(repo, 'bench', 'floor.c'), path.join(base, 'floor-build'), PRIMARY_FILE, PLUGIN_FILE);
     const disks: DiskResult[] = [];
     for (const disk of DISKS) {
       const scratch = disk === 'tmpfs' ? tmpfsRoot : base;
       if (scratch === undefined) continue;
       process.stderr.write(`[${disk}] floor: ${FILES} patches (1/4/16 threads), ${PACED} paced\n`);
-      const floorStorms = Array.from({ length: REPEAT }, () => floorTool.storm(scratch, FILES));
+      const floorStorms = Array.from({ length: REPEAT }, () => floor.storm(scratch, FILES));
       const floorStorm = floorStorms.sort((a, b) => a.bestMs - b.bestMs)[Math.floor((REPEAT - 1) / 2)]!;
-      const floorPaced = floorTool.paced(scratch, PACED, INTERVAL_MS);
+      const floorPaced = floor.paced(scratch, PACED, INTERVAL_MS);
       const backends: BackendResult[] = [];
-      for (const backend of BACKENDS) backends.push(await benchBackend(backend, path.join(scratch, disk)));
+      for (const backend of BACKENDS) backends.push(await benchBackend(floor, backend, path.join(scratch, disk)));
       disks.push({ disk, filesystem: fsType(scratch), floorStorm, floorPaced, backends });
     }
     const watchDir = path.join(tmpfsRoot ?? base, 'watchers');
     mkdirSync(watchDir, { recursive: true });
     process.stderr.write(`watchers alone: ${PACED} renames each\n`);
-    const watchers = await watcherLatency(watchDir, Array.from({ length: PACED }, (_, i) => `${pad(i)}.conflist`), PRIMARY, 2, runWriter);
+    const watchers = await watcherLatency(watchDir, Array.from({ length: PACED }, (_, i) => `${pad(i)}.conflist`), 2, (job) => floor.write(job));
     process.stderr.write('start: 5 runs each\n');
     const start = await startTime(tmpfsRoot ?? base);
     process.stderr.write(`idle: ${IDLE_S} s\n`);

@@ -4,6 +4,9 @@
  *
  *   floor storm  DIR N THREADS PRIMARY PLUGIN   -> prints the ms to patch N pre-written files
  *   floor paced  DIR N INTERVAL_US PRIMARY PLUGIN -> prints one ms figure per file: rename -> patched
+ *   floor write  DIR INTERVAL_US PRIMARY NAME...  -> the primary CNI of the agent's runs: writes each
+ *                NAME by temp file + rename, INTERVAL_US apart (0: as fast as it can), and prints the
+ *                CLOCK_MONOTONIC ns right after each rename (the clock of Node's process.hrtime)
  *
  * A patch: read the file, write a temp file with the plugin appended, fsync it, rename it over the
  * file; a directory fsync after the renames (one per thread in a storm, one per file when paced).
@@ -72,14 +75,39 @@ static void patch(int i) {
   rename(tmp, name);
 }
 
+static void write_file(const char *name, const char *tmp) {
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) { perror(tmp); exit(1); }
+  write_all(fd, primary, primary_len);
+  close(fd);
+  if (rename(tmp, name) != 0) { perror(name); exit(1); }
+}
+
 static void write_primary(int i) {
   char name[256], tmp[256];
   snprintf(name, sizeof name, "%s/%05d-floor.conflist", dir, i);
   snprintf(tmp, sizeof tmp, "%s/.%05d-floor.conflist.w", dir, i);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  write_all(fd, primary, primary_len);
-  close(fd);
-  rename(tmp, name);
+  write_file(name, tmp);
+}
+
+/* As fast as it can, the timestamps are kept in memory and printed at the end. */
+static int write_names(int argc, char **argv) {
+  int interval_us = atoi(argv[3]);
+  primary = slurp(argv[4], &primary_len);
+  int n = argc - 5;
+  long long *at = malloc(sizeof *at * (size_t)(n > 0 ? n : 1));
+  for (int i = 0; i < n; i++) {
+    char name[4096], tmp[4096];
+    snprintf(name, sizeof name, "%s/%s", dir, argv[5 + i]);
+    snprintf(tmp, sizeof tmp, "%s/.%s.writer-tmp", dir, argv[5 + i]);
+    write_file(name, tmp);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    at[i] = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (interval_us > 0) usleep((useconds_t)interval_us);
+  }
+  for (int i = 0; i < n; i++) printf("%lld\n", at[i]);
+  return 0;
 }
 
 static void *storm_worker(void *arg) {
@@ -90,7 +118,11 @@ static void *storm_worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 7) { fprintf(stderr, "usage: floor storm|paced DIR N THREADS|INTERVAL_US PRIMARY PLUGIN\n"); return 2; }
+  if (argc >= 5 && strcmp(argv[1], "write") == 0) {
+    dir = argv[2];
+    return write_names(argc, argv);
+  }
+  if (argc != 7) { fprintf(stderr, "usage: floor storm|paced DIR N THREADS|INTERVAL_US PRIMARY PLUGIN, or floor write DIR INTERVAL_US PRIMARY NAME...\n"); return 2; }
   dir = argv[2];
   files = atoi(argv[3]);
   primary = slurp(argv[5], &primary_len);

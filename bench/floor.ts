@@ -1,8 +1,19 @@
-// Builds and runs the C floor (bench/floor.c): the agent's minimal syscalls without the agent.
-import { execFileSync } from 'node:child_process';
+// Builds and runs the C floor (bench/floor.c): the agent's minimal syscalls without the agent; and
+// the same program as the primary CNI that writes the configs the agent patches.
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { summarize, type Summary } from './stats.js';
+
+export interface WriterJob {
+  dir: string;
+  names: string[];
+  /** Pause between two writes; 0 = as fast as it can. */
+  intervalMs: number;
+}
+
+/** name → hrtime (ns, as a decimal string) right after its rename. */
+export type RenamedAt = Record<string, string>;
 
 export class Floor {
   private readonly binary: string;
@@ -42,5 +53,27 @@ export class Floor {
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * The primary CNI: writes each name by temp file + rename. In C, in its own process: a writer in
+   * Node (a worker thread, before) spent 14-17 ms of the 2 cores on 1,000 renames into tmpfs, twice
+   * the floor's whole storm, so the storm measured the writer as much as the agent.
+   */
+  write(job: WriterJob): Promise<RenamedAt> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.binary, ['write', job.dir, String(Math.round(job.intervalMs * 1000)), this.primaryFile, ...job.names], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+      child.once('error', reject);
+      child.once('exit', (code) => {
+        const times = out.trim().split('\n');
+        if (code !== 0 || times.length !== job.names.length) {
+          reject(new Error(`floor write exited ${code} after ${times.length} of ${job.names.length} files`));
+          return;
+        }
+        resolve(Object.fromEntries(job.names.map((name, i) => [name, times[i]!])));
+      });
+    });
   }
 }

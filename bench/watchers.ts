@@ -5,11 +5,11 @@ import { watch } from 'node:fs';
 import { NativeWatcher } from '../src/watch/native.js';
 import { ParcelWatcher } from '../src/watch/parcel.js';
 import { summarize, type Summary } from './stats.js';
-import type { WriterJob, WriterResult } from './writer.js';
+import type { RenamedAt, WriterJob } from './floor.js';
 
-type RunWriter = (job: WriterJob) => Promise<WriterResult>;
+type RunWriter = (job: WriterJob) => Promise<RenamedAt>;
 
-export async function watcherLatency(dir: string, names: string[], text: string, intervalMs: number, runWriter: RunWriter): Promise<Record<string, Summary>> {
+export async function watcherLatency(dir: string, names: string[], intervalMs: number, runWriter: RunWriter): Promise<Record<string, Summary>> {
   const results: Record<string, Summary> = {};
   const watchers: Record<string, (onName: (name: string) => void) => Promise<() => Promise<void>>> = {
     native: async (onName) => {
@@ -39,11 +39,11 @@ export async function watcherLatency(dir: string, names: string[], text: string,
       if (!seen.has(file)) seen.set(file, process.hrtime.bigint());
     });
     const prefixed = names.map((n) => `${name.replace('.', '-')}-${n}`);
-    const written = await runWriter({ dir, names: prefixed, text, rounds: 1, intervalMs });
+    const renamedAt = await runWriter({ dir, names: prefixed, intervalMs });
     const deadline = Date.now() + 10_000;
     while (prefixed.some((n) => !seen.has(n)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     await stop();
-    results[name] = summarize(prefixed.filter((n) => seen.has(n)).map((n) => Number(seen.get(n)! - BigInt(written.renamedAt[n]!)) / 1e6));
+    results[name] = summarize(prefixed.filter((n) => seen.has(n)).map((n) => Number(seen.get(n)! - BigInt(renamedAt[n]!)) / 1e6));
   }
   return results;
 }
