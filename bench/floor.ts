@@ -12,8 +12,19 @@ export interface WriterJob {
   intervalMs: number;
 }
 
-/** name → hrtime (ns, as a decimal string) right after its rename. */
-export type RenamedAt = Record<string, string>;
+/** When a name was renamed into place: hrtime (ns) right before and right after the rename. */
+export interface Renamed {
+  before: bigint;
+  after: bigint;
+}
+
+/**
+ * ms from the rename to `at`, an event that followed it (at > before). Measured from the end of the
+ * rename, as the floor measures; 0 when the agent was done before the writer read its clock again.
+ */
+export function msSinceRename(renamed: Renamed, at: bigint): number {
+  return at > renamed.after ? Number(at - renamed.after) / 1e6 : 0;
+}
 
 export class Floor {
   private readonly binary: string;
@@ -60,19 +71,26 @@ export class Floor {
    * Node (a worker thread, before) spent 14-17 ms of the 2 cores on 1,000 renames into tmpfs, twice
    * the floor's whole storm, so the storm measured the writer as much as the agent.
    */
-  write(job: WriterJob): Promise<RenamedAt> {
+  write(job: WriterJob): Promise<Map<string, Renamed>> {
     return new Promise((resolve, reject) => {
       const child = spawn(this.binary, ['write', job.dir, String(Math.round(job.intervalMs * 1000)), this.primaryFile, ...job.names], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
       child.once('error', reject);
       child.once('exit', (code) => {
-        const times = out.trim().split('\n');
-        if (code !== 0 || times.length !== job.names.length) {
-          reject(new Error(`floor write exited ${code} after ${times.length} of ${job.names.length} files`));
+        const lines = out.trim().split('\n');
+        if (code !== 0 || lines.length !== job.names.length) {
+          reject(new Error(`floor write exited ${code} after ${lines.length} of ${job.names.length} files`));
           return;
         }
-        resolve(Object.fromEntries(job.names.map((name, i) => [name, times[i]!])));
+        resolve(
+          new Map(
+            job.names.map((name, i) => {
+              const [before, after] = lines[i]!.split(' ').map(BigInt);
+              return [name, { before: before!, after: after! }];
+            }),
+          ),
+        );
       });
     });
   }

@@ -5,9 +5,9 @@ import { watch } from 'node:fs';
 import { NativeWatcher } from '../src/watch/native.js';
 import { ParcelWatcher } from '../src/watch/parcel.js';
 import { summarize, type Summary } from './stats.js';
-import type { RenamedAt, WriterJob } from './floor.js';
+import { msSinceRename, type Renamed, type WriterJob } from './floor.js';
 
-type RunWriter = (job: WriterJob) => Promise<RenamedAt>;
+type RunWriter = (job: WriterJob) => Promise<Map<string, Renamed>>;
 
 export async function watcherLatency(dir: string, names: string[], intervalMs: number, runWriter: RunWriter): Promise<Record<string, Summary>> {
   const results: Record<string, Summary> = {};
@@ -39,11 +39,11 @@ export async function watcherLatency(dir: string, names: string[], intervalMs: n
       if (!seen.has(file)) seen.set(file, process.hrtime.bigint());
     });
     const prefixed = names.map((n) => `${name.replace('.', '-')}-${n}`);
-    const renamedAt = await runWriter({ dir, names: prefixed, intervalMs });
+    const renamed = await runWriter({ dir, names: prefixed, intervalMs });
     const deadline = Date.now() + 10_000;
     while (prefixed.some((n) => !seen.has(n)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     await stop();
-    results[name] = summarize(prefixed.filter((n) => seen.has(n)).map((n) => Number(seen.get(n)! - BigInt(renamedAt[n]!)) / 1e6));
+    results[name] = summarize(prefixed.filter((n) => seen.has(n)).map((n) => msSinceRename(renamed.get(n)!, seen.get(n)!)));
   }
   return results;
 }
