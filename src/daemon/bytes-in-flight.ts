@@ -1,6 +1,6 @@
 // How many bytes of config the running passes hold: each holds a file's content and its patched copy
-// from its read until its write completes. Up to 256 passes run at once (coalescing-queue.ts); with
-// configs near MAX_CONFIG_BYTES (1 MiB by default) that would be half a GiB, so a pass starts only
+// from its read until its write completes. Up to 128 passes run at once (coalescing-queue.ts); with
+// configs near MAX_CONFIG_BYTES (1 MiB by default) that would be a quarter of a GiB, so a pass starts only
 // while the others hold less than the budget. A pass is never refused alone, so one config as large
 // as MAX_CONFIG_BYTES is always patched.
 export const DEFAULT_BYTES_BUDGET = 4 << 20;

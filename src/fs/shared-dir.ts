@@ -1,6 +1,6 @@
 // One open directory shared by the passes that run at the same time. Opening net.d inside the host
 // root is an openat2(RESOLVE_IN_ROOT) walk of every component; during a storm thousands of passes a
-// second need it, and they overlap (up to 256 at once), so they share one fd. It is closed as soon as
+// second need it, and they overlap (up to 128 at once), so they share one fd. It is closed as soon as
 // the last of them is done: an fd held while idle would keep a deleted net.d's inode alive, and the
 // kernel would then not send IN_DELETE_SELF, which is how the daemon learns that net.d was removed
 // (inotify(7)). A retired handle (net.d re-created or its path re-resolved) takes no new users and is

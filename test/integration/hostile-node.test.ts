@@ -122,9 +122,10 @@ describe('hangs and crashes', () => {
     await daemon.stop();
   }, 180_000);
 
-  // 256 passes may run at once (coalescing-queue.ts); with configs near MAX_CONFIG_BYTES they would
-  // hold ~0.5 GiB. Measured peak: 256 MiB without the bytes-in-flight bound, 128-130 MiB with it
-  // (most of that is Buffers V8 has not yet collected).
+  // 128 passes may run at once (coalescing-queue.ts); with configs near MAX_CONFIG_BYTES they could
+  // hold ~0.25 GiB, so what they hold is bounded (daemon/bytes-in-flight.ts). Measured: 200 such
+  // configs peaked at 256 MiB before (32 passes at once, each job's bytes copied into the addon);
+  // 100 peak at 127-135 MiB now, most of it Buffers V8 has not collected yet.
   it('5. 100 configs of 1 MB each: passes hold at most a few MiB at once, peak RSS stays bounded', async () => {
     const host = new NodeHost();
     const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(1_000_000) }] });
