@@ -113,7 +113,8 @@ interface Storm {
   /** The same by kind of thread. */
   cpuUsPerFileBy: Record<ThreadKind, number>;
   latency: Summary;
-  correct: boolean;
+  /** Files never patched (the figures above are of the others). */
+  missed: number;
 }
 
 /** The writer renames `names` in as fast as it can; the agent patches them all. */
@@ -122,15 +123,18 @@ async function storm(floor: Floor, agent: Agent, observer: Observer, netDir: str
   const renamed = await floor.write({ dir: netDir, names, intervalMs: 0 });
   const landing = (n: string) => observer.landingAfter(n, renamed.get(n)!.before);
   const landed = (n: string) => landing(n) !== undefined;
-  await until('every file patched', () => names.every(landed)).catch((err: Error) => {
+  // @parcel/watcher now and then drops an event in a storm too (seen: 1 of 1,000 on disk); with no
+  // resync in the bench that file is never patched. Counted and reported, not waited for forever.
+  await until('every file patched', () => names.every(landed), 30_000).catch((err: Error) => {
     // Tell a file the agent never patched from a landing the observer did not see.
     const onDisk = names.filter((n) => chained(path.join(netDir, n))).length;
-    const seen = names.filter(landed).length;
     const agentOverflowed = agent.logs().some((l) => l.msg === 'inotify queue overflowed: rescanning');
-    throw new Error(`${err.message}: ${seen} of ${names.length} landings seen, ${onDisk} chained on disk; inotify queue overflowed: observer ${observer.overflowed}, agent ${agentOverflowed}`);
+    process.stderr.write(`  ${err.message}: ${names.filter(landed).length} of ${names.length} landings seen, ${onDisk} chained on disk; inotify queue overflowed: observer ${observer.overflowed}, agent ${agentOverflowed}\n`);
   });
+  const missed = names.filter((n) => !chained(path.join(netDir, n))).length;
+  const seen = names.filter(landed);
   const first = [...renamed.values()].map((r) => r.after).reduce((a, b) => (a < b ? a : b));
-  const landings = names.map((n) => landing(n)!);
+  const landings = seen.map((n) => landing(n)!);
   const last = landings.reduce((a, b) => (a > b ? a : b));
   const cpu1 = agent.cpuByThread();
   const by = Object.fromEntries(Object.keys(cpu1).map((k) => [k, ((cpu1[k as ThreadKind] - cpu0[k as ThreadKind]) * 1e6) / names.length])) as Record<ThreadKind, number>;
@@ -138,8 +142,8 @@ async function storm(floor: Floor, agent: Agent, observer: Observer, netDir: str
     wallMs: Number(last - first) / 1e6,
     cpuUsPerFile: Object.values(by).reduce((a, b) => a + b, 0),
     cpuUsPerFileBy: by,
-    latency: summarize(names.map((n, i) => msSinceRename(renamed.get(n)!, landings[i]!))),
-    correct: names.every((n) => chained(path.join(netDir, n))),
+    latency: summarize(seen.map((n, i) => msSinceRename(renamed.get(n)!, landings[i]!))),
+    missed,
   };
 }
 
@@ -219,7 +223,7 @@ async function measureBackend(floor: Floor, backend: WatchBackendName, agent: Ag
   const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === pick('cpuUsPerFile'))!.cpuUsPerFileBy;
   return {
     backend,
-    storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, latency: storms[Math.floor(storms.length / 2)]!.latency, correct: storms.every((s) => s.correct), runs: storms.map((s) => s.wallMs) },
+    storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
     paced: pacedResult,
     idleRssMiB,
     peakRssMiB,
@@ -312,6 +316,9 @@ function targets(disks: DiskResult[], start: { bareMs: number; agentMs: number }
     const extra99 = native.paced.latency.p99 - d.floorPaced.p99;
     out.push({ what: `paced, ${d.disk}: p99 - floor p99`, measured: `${f(native.paced.latency.p99, 3)} - ${f(d.floorPaced.p99, 3)} = ${f(extra99, 3)} ms`, target: '<= 0.5 ms', pass: extra99 <= 0.5 });
   }
+  const nativeRuns = disks.flatMap((d) => d.backends.filter((b) => b.backend === 'native'));
+  const neverPatched = nativeRuns.reduce((a, b) => a + b.storm.missed + b.paced.missed, 0);
+  out.push({ what: 'native backend: files never patched, all runs', measured: String(neverPatched), target: '0', pass: neverPatched === 0 });
   const tmpfs = disks.find((d) => d.disk === 'tmpfs')?.backends.find((b) => b.backend === 'native') ?? disks[0]?.backends[0];
   if (tmpfs !== undefined) out.push({ what: 'storm: agent CPU per file', measured: `${f(tmpfs.storm.cpuUsPerFile, 0)} µs`, target: '<= 60 µs', pass: tmpfs.storm.cpuUsPerFile <= 60 });
   const startExtra = start.agentMs - start.bareMs;
@@ -353,11 +360,11 @@ async function main(): Promise<void> {
 
     const lines: string[] = [];
     lines.push(`cni-chainer bench: ${FILES}-file storms (median of ${REPEAT}), ${PACED} paced every ${INTERVAL_MS} ms; fsync on; ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, Node ${process.version}`, '');
-    lines.push('| disk | backend | storm: all patched ms | floor ms (1/4/16 thr) | ratio | storm p50 / p99 ms | CPU µs/file | paced p50 / p99 ms | floor paced p50 / p99 ms | correct | paced missed |', '|---|---|---:|---|---:|---|---:|---|---|---|---:|');
+    lines.push('| disk | backend | storm: all patched ms | floor ms (1/4/16 thr) | ratio | storm p50 / p99 ms | CPU µs/file | paced p50 / p99 ms | floor paced p50 / p99 ms | storms: never patched | paced: never patched |', '|---|---|---:|---|---:|---|---:|---|---|---:|---:|');
     for (const d of disks) {
       const t = d.floorStorm.byThreads;
       for (const b of d.backends) {
-        lines.push(`| ${d.disk} (${d.filesystem}) | ${b.backend} | ${f(b.storm.wallMs, 1)} | ${f(d.floorStorm.bestMs, 1)} (${f(t[1]!, 0)}/${f(t[4]!, 0)}/${f(t[16]!, 0)}) | ${f(b.storm.wallMs / d.floorStorm.bestMs, 1)}x | ${f(b.storm.latency.p50)} / ${f(b.storm.latency.p99)} | ${f(b.storm.cpuUsPerFile, 0)} | ${f(b.paced.latency.p50, 3)} / ${f(b.paced.latency.p99, 3)} | ${f(d.floorPaced.p50, 3)} / ${f(d.floorPaced.p99, 3)} | ${b.storm.correct ? 'yes' : 'NO'} | ${b.paced.missed} |`);
+        lines.push(`| ${d.disk} (${d.filesystem}) | ${b.backend} | ${f(b.storm.wallMs, 1)} | ${f(d.floorStorm.bestMs, 1)} (${f(t[1]!, 0)}/${f(t[4]!, 0)}/${f(t[16]!, 0)}) | ${f(b.storm.wallMs / d.floorStorm.bestMs, 1)}x | ${f(b.storm.latency.p50)} / ${f(b.storm.latency.p99)} | ${f(b.storm.cpuUsPerFile, 0)} | ${f(b.paced.latency.p50, 3)} / ${f(b.paced.latency.p99, 3)} | ${f(d.floorPaced.p50, 3)} / ${f(d.floorPaced.p99, 3)} | ${b.storm.missed} | ${b.paced.missed} |`);
       }
     }
     lines.push('', '| storm: agent CPU µs per file, by thread | main (JS, event loop) | libuv pool (writes) | V8 platform (GC, compiler) | other | total |', '|---|---:|---:|---:|---:|---:|');
