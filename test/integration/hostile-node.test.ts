@@ -4,6 +4,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { addon, IN, type RawInotifyEvent } from '../../src/watch/addon.js';
 import { fixture } from '../helpers/fixtures.js';
 import { freePort, NodeHost, probe } from '../helpers/node-host.js';
 import { waitFor } from '../helpers/wait.js';
@@ -124,8 +125,36 @@ describe('hangs and crashes', () => {
 
   // 128 passes may run at once (coalescing-queue.ts); with configs near MAX_CONFIG_BYTES they could
   // hold ~0.25 GiB, so what they hold is bounded (daemon/bytes-in-flight.ts). Measured: 200 such
-  // configs peaked at 256 MiB before (32 passes at once, each job's bytes copied into the addon);
-  // 100 peak at 127-135 MiB now, most of it Buffers V8 has not collected yet.
+  // configs peaked at 256 MiB before (32 passes at once, each job's bytes copied into the addon), and
+  // 100 at 258 MiB with 128 passes and no bound; 127-135 MiB now, most of it Buffers V8 has not
+  // collected yet.
+  it('5. configs of 1 MB each are read a few at a time: passes hold at most 4 MiB of config between them', async () => {
+    const host = new NodeHost();
+    const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(1_000_000) }] });
+    const names = Array.from({ length: 40 }, (_, i) => `c${String(i).padStart(2, '0')}.conflist`);
+    for (const name of names) writeFileSync(host.net(name), big);
+    // The kernel queues IN_OPEN before open(2) returns and IN_CREATE before the temp file exists, so
+    // the queue's order is the order of the agent's reads and of its first write.
+    const events: RawInotifyEvent[] = [];
+    const watcher = new addon.InotifyWatcher(host.netDir, IN.IN_OPEN | IN.IN_CREATE, (batch) => events.push(...batch));
+    try {
+      // Not read from here until the end: this process's reads would be IN_OPEN events too.
+      const daemon = host.start({});
+      await daemon.waitLog((l) => l.msg === 'ready: every config is chained', 60_000);
+      expect(names.every((name) => host.read(name).includes('linkerd-cni'))).toBe(true);
+      await daemon.stop();
+      const firstWrite = events.findIndex((e) => (e.mask & IN.IN_CREATE) !== 0 && names.some((name) => e.name.startsWith(`.${name}.cni-chainer-`)));
+      expect(firstWrite).toBeGreaterThan(-1);
+      const readBefore = new Set(events.slice(0, firstWrite).filter((e) => (e.mask & IN.IN_OPEN) !== 0 && names.includes(e.name)).map((e) => e.name));
+      // Each pass counts its content and its patched copy (2 MB): the third finds 4 MB held and waits.
+      // Without the bound, all 40 were read before the first write began.
+      expect(readBefore.size).toBeGreaterThan(0);
+      expect(readBefore.size).toBeLessThanOrEqual(3);
+    } finally {
+      watcher.close();
+    }
+  }, 120_000);
+
   it('5. 100 configs of 1 MB each: passes hold at most a few MiB at once, peak RSS stays bounded', async () => {
     const host = new NodeHost();
     const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(1_000_000) }] });
