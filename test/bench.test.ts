@@ -17,12 +17,15 @@ describe('npm run bench', () => {
     expect(result.stdout).not.toContain('| NO |');
     for (const watcher of ['native', 'parcel', 'fs.watch']) expect(result.stdout).toMatch(new RegExp(`^\\| ${watcher.replace('.', '\\.')} \\| [\\d.]+ \\|`, 'm'));
     expect(result.stdout).toMatch(/^\| start: exec → first config patched, minus a bare node -e '' \| \d+ - \d+ = -?\d+ ms \| <= 40 ms \| (pass|FAIL) \|$/m);
-    const json = JSON.parse(readFileSync(path.join(out, 'bench.json'), 'utf8')) as { disks: Array<{ disk: string; backends: Array<{ backend: string; storm: { correct: boolean } }> }> };
-    expect(json.disks.flatMap((d) => d.backends.map((b) => [d.disk, b.backend, b.storm.correct]))).toEqual([
-      ['disk', 'native', true],
-      ['disk', 'parcel', true],
-      ['tmpfs', 'native', true],
-      ['tmpfs', 'parcel', true],
+    expect(result.stdout).toMatch(/^\| native backend: files never patched, all runs \| 0 \| 0 \| pass \|$/m);
+    expect(result.stdout).toMatch(/^\| tmpfs, native \| \d+ \| \d+ \| \d+ \| \d+ \| \d+ \|$/m);
+    const json = JSON.parse(readFileSync(path.join(out, 'bench.json'), 'utf8')) as { disks: Array<{ disk: string; backends: Array<{ backend: string; storm: { missed: number } }> }> };
+    // @parcel/watcher may drop an event (README, "Known limits"); the native backend may not.
+    expect(json.disks.flatMap((d) => d.backends.map((b) => [d.disk, b.backend, b.backend === 'native' ? b.storm.missed : typeof b.storm.missed]))).toEqual([
+      ['disk', 'native', 0],
+      ['disk', 'parcel', 'number'],
+      ['tmpfs', 'native', 0],
+      ['tmpfs', 'parcel', 'number'],
     ]);
     expect(existsSync(path.join(out, 'latency-cdf-paced.svg'))).toBe(true);
   }, 180_000);
