@@ -18,7 +18,7 @@ import { SharedDir } from '../fs/shared-dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { BurstLog } from './burst-log.js';
 import { BytesInFlight } from './bytes-in-flight.js';
-import { CoalescingQueue } from './coalescing-queue.js';
+import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { FightDetector } from './fight-detector.js';
 import type { ConfigStatus } from './readiness.js';
@@ -64,7 +64,7 @@ export class Reconciler {
     this.queue = new CoalescingQueue(
       (name) => this.pass(name).finally(() => deps.onPassDone?.()),
       (name, error) => this.failed(name, error),
-      undefined,
+      DEFAULT_PASS_CONCURRENCY,
       () => this.inFlight.hasRoom,
     );
   }
