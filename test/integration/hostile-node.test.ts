@@ -25,6 +25,14 @@ function temps(dir: string): string[] {
   return readdirSync(dir).filter((n) => n.includes('.cni-chainer-'));
 }
 
+/** `count` conflists of ~1 MB each (just under MAX_CONFIG_BYTES' default) in net.d; their names. */
+function putMegabyteConfigs(host: NodeHost, count: number): string[] {
+  const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(1_000_000) }] });
+  const names = Array.from({ length: count }, (_, i) => `c${String(i).padStart(3, '0')}.conflist`);
+  for (const name of names) writeFileSync(host.net(name), big);
+  return names;
+}
+
 /** Peak resident set of a live process, in MiB (VmHWM). */
 function peakRssMiB(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'))!;
@@ -130,9 +138,7 @@ describe('hangs and crashes', () => {
   // collected yet.
   it('5. configs of 1 MB each are read a few at a time: passes hold at most 4 MiB of config between them', async () => {
     const host = new NodeHost();
-    const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(1_000_000) }] });
-    const names = Array.from({ length: 40 }, (_, i) => `c${String(i).padStart(2, '0')}.conflist`);
-    for (const name of names) writeFileSync(host.net(name), big);
+    const names = putMegabyteConfigs(host, 40);
     // The kernel queues IN_OPEN before open(2) returns and IN_CREATE before the temp file exists, so
     // the queue's order is the order of the agent's reads and of its first write.
     const events: RawInotifyEvent[] = [];
@@ -157,9 +163,7 @@ describe('hangs and crashes', () => {
 
   it('5. 100 configs of 1 MB each: passes hold at most a few MiB at once, peak RSS stays bounded', async () => {
     const host = new NodeHost();
-    const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(1_000_000) }] });
-    const names = Array.from({ length: 100 }, (_, i) => `c${String(i).padStart(3, '0')}.conflist`);
-    for (const name of names) writeFileSync(host.net(name), big);
+    const names = putMegabyteConfigs(host, 100);
     const daemon = host.start({ LOG_LEVEL: 'warn', MALLOC_ARENA_MAX: '2' });
     await waitFor(() => names.every((name) => host.read(name).includes('linkerd-cni')), 'all chained', 60_000);
     expect(peakRssMiB(daemon.child.pid!)).toBeLessThan(190);
