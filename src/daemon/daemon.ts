@@ -257,8 +257,7 @@ export class Daemon {
 
   private onNetDirEvent(event: WatchEvent): void {
     if (event.kind === 'dir-gone') {
-      this.log.warn({ dir: this.config.netDir }, 'config directory is gone: following its path');
-      this.reconciler.netDirGone();
+      // Logged, and the held directory dropped, by onNetDirLost once the path is resolved again.
       this.netDir.onNetDirGone();
       return;
     }
@@ -355,6 +354,9 @@ export class Daemon {
   }
 
   private onNetDirLost(reason: string): void {
+    // net.d's own IN_DELETE_SELF or its parent's IN_DELETE, whichever came first: a pass that held
+    // net.d open at the rmdir delays the former until it closes the fd (inotify(7)).
+    this.reconciler.netDirGone();
     this.readiness.clearConfigs();
     this.readiness.block('netdir', reason);
   }

@@ -175,7 +175,8 @@ export class NetDirWatch {
       const was = this.state;
       this.state = { kind: 'waiting', reason };
       if (was.kind !== 'waiting' || was.reason !== reason) {
-        this.log.info({ dir: this.netDir, reason }, 'config directory not available: watching the path to it');
+        if (was.kind === 'armed') this.log.warn({ dir: this.netDir, reason }, 'config directory is gone: following its path');
+        else this.log.info({ dir: this.netDir, reason }, 'config directory not available: watching the path to it');
         this.onLost(reason);
       }
       return;

@@ -83,6 +83,25 @@ describe('events', () => {
     await waitFor(() => existsSync(host.net('ZZZ-linkerd-cni-kubeconfig')), 'kubeconfig back');
   });
 
+  it('follows net.d when its parent reports the removal first (net.d held open: no IN_DELETE_SELF yet)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    // An open fd keeps the removed directory's dentry busy: the kernel sends IN_DELETE_SELF only at its
+    // close, after the parent's IN_DELETE. A pass that has net.d open at the rmdir does the same.
+    const held = openSync(host.netDir, 'r');
+    try {
+      rmSync(host.netDir, { recursive: true });
+      await daemon.waitLog('config directory is gone: following its path');
+      mkdirSync(host.netDir);
+      host.putFixture('10-calico.conflist');
+      await waitFor(() => host.isChained('10-calico.conflist'), 'chained in the new net.d');
+    } finally {
+      closeSync(held);
+    }
+  });
+
   it('rescans after an inotify queue overflow', async () => {
     const host = new NodeHost();
     const daemon = await host.started();
