@@ -37,7 +37,7 @@ function scanOrRefuse(bytes: Buffer, detailDepth: number): JsonNode {
 export function parsePlugin(text: string): ChainedPlugin {
   const bytes = Buffer.from(text);
   const root = scanOrRefuse(bytes, 1);
-  const type = root.kind === 'object' ? lastMember(root, 'type') : undefined;
+  const type = root.kind === 'object' ? lastMember(bytes, root, 'type') : undefined;
   const typeName = type?.kind === 'string' ? decodeString(bytes, type.start, type.end) : '';
   if (typeName === '') throw new ConfigParseError('expected a JSON object with a non-empty string "type"');
   const trimmed = bytes.subarray(root.start, root.end).toString('utf8');
@@ -78,7 +78,7 @@ export interface ScannedConfig {
 }
 
 function typeOf(bytes: Buffer, node: JsonNode): string | undefined {
-  const type = node.kind === 'object' ? lastMember(node, 'type') : undefined;
+  const type = node.kind === 'object' ? lastMember(bytes, node, 'type') : undefined;
   return type?.kind === 'string' ? decodeString(bytes, type.start, type.end) : undefined;
 }
 
@@ -86,7 +86,7 @@ function typeOf(bytes: Buffer, node: JsonNode): string | undefined {
 export function scanConfig(bytes: Buffer): ScannedConfig {
   const root = scanOrRefuse(bytes, 3);
   if (root.kind !== 'object') throw new ConfigParseError('not a JSON object');
-  const plugins = lastMember(root, 'plugins');
+  const plugins = lastMember(bytes, root, 'plugins');
   if (plugins !== undefined) {
     if (plugins.kind !== 'array') throw new ConfigParseError('"plugins" is not an array');
     return { bytes, shape: 'conflist', root, plugins, types: plugins.items!.map((item) => typeOf(bytes, item)) };
@@ -180,8 +180,8 @@ function appendPlugin(bytes: Buffer, plugins: JsonNode, plugin: ChainedPlugin): 
 function upgradeSingle(config: ScannedConfig, plugin: ChainedPlugin): Buffer {
   const { bytes, root } = config;
   const raw = (node: JsonNode | undefined) => (node === undefined ? undefined : bytes.subarray(node.start, node.end).toString('latin1'));
-  const cniVersion = raw(lastMember(root, 'cniVersion'));
-  const name = raw(lastMember(root, 'name')) ?? JSON.stringify(DEFAULT_NETWORK_NAME);
+  const cniVersion = raw(lastMember(bytes, root, 'cniVersion'));
+  const name = raw(lastMember(bytes, root, 'name')) ?? JSON.stringify(DEFAULT_NETWORK_NAME);
   // latin1 keeps every byte as one char, and back again: the original bytes survive exactly.
   const head = `{\n${cniVersion === undefined ? '' : `  "cniVersion": ${cniVersion},\n`}  "name": ${name},\n  "plugins": [\n    `;
   const tail = `,\n    ${renderPlugin(plugin, '\n    ')}\n  ]\n}\n`;

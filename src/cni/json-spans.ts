@@ -22,7 +22,9 @@ export interface JsonNode {
 }
 
 export interface JsonMember {
-  key: string;
+  /** Byte offsets of the key's string, quotes included: decoded only when compared (memberKeyIs). */
+  keyStart: number;
+  keyEnd: number;
   value: JsonNode;
 }
 
@@ -127,7 +129,8 @@ interface Frame {
   node: JsonNode;
   depth: number;
   /** The key of the member whose value is being scanned (objects that record members). */
-  key: string;
+  keyStart: number;
+  keyEnd: number;
 }
 
 /**
@@ -142,7 +145,7 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
   const attach = (value: JsonNode): void => {
     const top = stack[stack.length - 1];
     if (top === undefined) root = value;
-    else if (top.node.members !== undefined) top.node.members.push({ key: top.key, value });
+    else if (top.node.members !== undefined) top.node.members.push({ keyStart: top.keyStart, keyEnd: top.keyEnd, value });
     else top.node.items?.push(value);
   };
   /** Reads `"key" :` at i (inside an object) and leaves i at the value. */
@@ -150,7 +153,8 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
     i = skipWhitespace(bytes, i);
     if (bytes[i] !== QUOTE) throw new JsonSyntaxError('expected a string key', i);
     const end = scanString(bytes, i);
-    if (frame.node.members !== undefined) frame.key = decodeString(bytes, i, end);
+    frame.keyStart = i;
+    frame.keyEnd = end;
     i = skipWhitespace(bytes, end);
     if (bytes[i] !== 0x3a) throw new JsonSyntaxError('expected ":"', i);
     i++;
@@ -168,7 +172,7 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
         if (isObject) node.members = [];
         else node.items = [];
       }
-      const frame: Frame = { node, depth, key: '' };
+      const frame: Frame = { node, depth, keyStart: 0, keyEnd: 0 };
       stack.push(frame);
       i = skipWhitespace(bytes, i + 1);
       if (bytes[i] !== (isObject ? 0x7d : 0x5d)) {
@@ -221,10 +225,31 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
   }
 }
 
+/**
+ * True when the member's key decodes to `key`. Keys stay bytes until asked: a config has a few dozen,
+ * the planner asks for four, and building each as a string was most of what a scan allocated.
+ */
+export function memberKeyIs(bytes: Uint8Array, member: JsonMember, key: string): boolean {
+  const { keyStart, keyEnd } = member;
+  // Bytes that are plain ASCII (no escape) are their characters: equal bytes, equal key.
+  let plain = true;
+  for (let j = keyStart + 1; j < keyEnd - 1; j++) {
+    const c = bytes[j]!;
+    if (c >= 0x80 || c === BACKSLASH) {
+      plain = false;
+      break;
+    }
+  }
+  if (!plain) return decodeString(bytes, keyStart, keyEnd) === key;
+  if (keyEnd - keyStart - 2 !== key.length) return false;
+  for (let k = 0; k < key.length; k++) if (bytes[keyStart + 1 + k] !== key.charCodeAt(k)) return false;
+  return true;
+}
+
 /** The value of the last member named `key` (Go's encoding/json keeps the last duplicate too). */
-export function lastMember(node: JsonNode, key: string): JsonNode | undefined {
+export function lastMember(bytes: Uint8Array, node: JsonNode, key: string): JsonNode | undefined {
   const members = node.members;
   if (members === undefined) return undefined;
-  for (let k = members.length - 1; k >= 0; k--) if (members[k]!.key === key) return members[k]!.value;
+  for (let k = members.length - 1; k >= 0; k--) if (memberKeyIs(bytes, members[k]!, key)) return members[k]!.value;
   return undefined;
 }

@@ -14,7 +14,7 @@ import {
   type ChainedPlugin,
 } from '../../src/cni/conflist.js';
 import { isJsonObject, type Json, type JsonObject } from '../../src/cni/json.js';
-import { JsonSyntaxError, scanJson } from '../../src/cni/json-spans.js';
+import { JsonSyntaxError, lastMember, scanJson } from '../../src/cni/json-spans.js';
 import { expectedPlugin, fixture, fixtureNames, pluginText } from '../helpers/fixtures.js';
 
 const pluginValue = expectedPlugin();
@@ -274,6 +274,26 @@ describe('properties', () => {
         expect(ours).toBe(jsonOk);
       }),
       { numRuns: 3000 },
+    );
+  });
+
+  it('a key is found by what it decodes to, as JSON.parse finds it (escaped, non-ASCII, duplicated)', () => {
+    const spellings = fc.constantFrom('"type"', '"\\u0074ype"', '"typ\\u0065"', '"typ"', '"types"', '"Type"', '"é"', '"\\u00e9"', '"t\\"y"', '"t\\\\y"', '"\\ud800"');
+    const objectText = fc
+      .tuple(fc.array(fc.tuple(fc.oneof(spellings, keyText), valueText), { maxLength: 6 }), ws)
+      .map(([members, a]) => `{${a}${members.map(([k, v]) => `${k}:${a}${v}`).join(`,${a}`)}}`);
+    fc.assert(
+      fc.property(objectText, (text) => {
+        const bytes = b(text);
+        const root = scanJson(bytes);
+        const parsed = JSON.parse(text) as Record<string, Json>;
+        for (const key of ['type', 'typ', 'é', 't"y', 't\\y', '\ud800', ...Object.keys(parsed)]) {
+          const node = lastMember(bytes, root, key);
+          const want = Object.hasOwn(parsed, key) ? parsed[key] : undefined;
+          expect(node === undefined ? undefined : JSON.parse(bytes.subarray(node.start, node.end).toString())).toEqual(want);
+        }
+      }),
+      { numRuns: 2000 },
     );
   });
 
