@@ -9,6 +9,7 @@
 #include "inotify_watcher.h"
 #include "digest.h"
 #include "entry_io.h"
+#include "exit_now.h"
 #include "fs_at.h"
 #include "random.h"
 
@@ -69,6 +70,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("replaceEntriesAt", Napi::Function::New(env, ReplaceEntriesAt, "replaceEntriesAt"));
   exports.Set("sha256", Napi::Function::New(env, Sha256, "sha256"));
   exports.Set("getrandom", Napi::Function::New(env, GetRandom, "getrandom"));
+  exports.Set("exitNow", Napi::Function::New(env, ExitNow, "exitNow"));
   exports.Set("constants", Constants(env));
   return exports;
 }

@@ -4,6 +4,7 @@
 import './memory-flags.js';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
+import { addon } from './watch/addon.js';
 import type { HealthPort } from './daemon/health-port.js';
 import { createLogger } from './log.js';
 import { VERSION } from './version.js';
@@ -198,10 +199,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// Not process.exit(): it can hang forever in Node's teardown (native/exit_now.h). What was written to
+// stdout and stderr is already out: on Linux, Node writes both synchronously to files, pipes and TTYs.
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
+  (code) => addon.exitNow(code),
   (err: unknown) => {
     process.stderr.write(`cni-chainer: ${(err as Error).stack ?? String(err)}\n`);
-    process.exit(1);
+    addon.exitNow(1);
   },
 );

@@ -93,6 +93,8 @@ export interface InotifyAddon {
   sha256(data: Buffer | string): string;
   /** n bytes from getrandom(2). */
   getrandom(n: number): Buffer;
+  /** _exit(2): ends the process without Node's teardown (native/exit_now.h says why). */
+  exitNow(code: number): never;
   constants: InotifyConstants;
 }
 
