@@ -29,7 +29,24 @@ function readXattrs(file: string): Array<[string, Buffer]> {
   }
 }
 
+/** Scheduling policy of each thread of this process (sched(7): 0 SCHED_OTHER, 3 SCHED_BATCH). */
+function threadPolicies(): Array<{ tid: number; policy: number }> {
+  return readdirSync('/proc/self/task').map((tid) => ({
+    tid: Number(tid),
+    policy: Number(/^policy\s*:\s*(\d+)/m.exec(readFileSync(`/proc/self/task/${tid}/sched`, 'utf8'))![1]),
+  }));
+}
+
 describe('writeFileAtomic', () => {
+  it('runs on a pool thread that gives up wakeup preemption (SCHED_BATCH); the event loop keeps its policy', async () => {
+    const dir = tempDir();
+    // As many writes at once as the pool has threads, so that each thread runs a batch.
+    await Promise.all(Array.from({ length: 16 }, (_, i) => writeFileAtomic(path.join(dir, `f${i}`), 'x', { mode: 0o644 })));
+    const policies = threadPolicies();
+    expect(policies.find((t) => t.tid === process.pid)?.policy).toBe(0);
+    expect(policies.filter((t) => t.policy === 3).length).toBeGreaterThan(0);
+  });
+
   it('creates a file with the requested mode and leaves no temp file', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'kubeconfig');
