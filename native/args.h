@@ -17,13 +17,6 @@ inline std::string StringValue(Napi::Env env, Napi::Value value, const char* wha
   return value.As<Napi::String>();
 }
 
-/** The bytes of a Buffer, copied (for work that outlives the call, on libuv's pool). */
-inline std::string BufferValue(Napi::Env env, Napi::Value value, const char* what) {
-  if (!value.IsBuffer()) throw Napi::TypeError::New(env, std::string(what) + " must be a Buffer");
-  Napi::Buffer<char> bytes = value.As<Napi::Buffer<char>>();
-  return std::string(bytes.Data(), bytes.Length());
-}
-
 /** The bytes of a Buffer, not copied: valid while the Buffer is referenced and unchanged. */
 inline std::string_view BufferView(Napi::Env env, Napi::Value value, const char* what) {
   if (!value.IsBuffer()) throw Napi::TypeError::New(env, std::string(what) + " must be a Buffer");

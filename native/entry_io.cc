@@ -131,13 +131,13 @@ namespace {
 
 struct Xattr {
   std::string name;
-  std::string value;
+  std::string_view value;  // in a Buffer the batch keeps referenced, like the job's bytes
   bool optional;
 };
 
 enum Landing { kRename = 0, kNoReplace = 1, kExchange = 2 };
 
-// One replacement: everything it needs copied in on the main thread, run on a pool thread.
+// One replacement: gathered on the main thread (names copied, bytes viewed in place), run on a pool thread.
 class Replacement {
  public:
   // `data` and `expect` point into Buffers that the batch keeps referenced until it completes.
@@ -366,7 +366,7 @@ Replacement ParseJob(Napi::Env env, Napi::Value value) {
     Napi::Value entry = entries.Get(i);
     if (!entry.IsArray()) throw Napi::TypeError::New(env, "each xattr must be [name, value, optional]");
     Napi::Array triple = entry.As<Napi::Array>();
-    xattrs.push_back({StringValue(env, triple.Get(0u), "xattr name"), BufferValue(env, triple.Get(1u), "xattr value"), triple.Get(2u).ToBoolean().Value()});
+    xattrs.push_back({StringValue(env, triple.Get(0u), "xattr name"), BufferView(env, triple.Get(1u), "xattr value"), triple.Get(2u).ToBoolean().Value()});
   }
   const int landing = IntValue(env, job.Get(8u), "landing");
   if (landing < kRename || landing > kExchange) throw Napi::RangeError::New(env, "landing must be 0, 1 or 2");
