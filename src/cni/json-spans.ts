@@ -229,7 +229,7 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
  * True when the member's key decodes to `key`. Keys stay bytes until asked: a config has a few dozen,
  * the planner asks for four, and building each as a string was most of what a scan allocated.
  */
-export function memberKeyIs(bytes: Uint8Array, member: JsonMember, key: string): boolean {
+function memberKeyIs(bytes: Uint8Array, member: JsonMember, key: string): boolean {
   const { keyStart, keyEnd } = member;
   // Bytes that are plain ASCII (no escape) are their characters: equal bytes, equal key.
   let plain = true;
