@@ -2,10 +2,11 @@
 // root is an openat2(RESOLVE_IN_ROOT) walk of every component; during a storm thousands of passes a
 // second need it, and they overlap (up to 128 at once), so they share one fd. It is closed as soon as
 // the last of them is done: an fd held while idle would keep a deleted net.d's inode alive, and the
-// kernel would then not send IN_DELETE_SELF, which is how the daemon learns that net.d was removed
-// (inotify(7)). A retired handle (net.d re-created or its path re-resolved) takes no new users and is
-// closed when its last user is done: never while a pass may still write relative to it (a closed fd
-// number is reused by the next open, and a write would land in whatever directory that is).
+// kernel would not send its IN_DELETE_SELF until it is closed (inotify(7)). The native backend also
+// hears of it from net.d's parent; the parcel backend watches no ancestor of an existing net.d. A
+// retired handle (net.d re-created or its path re-resolved) takes no new users and is closed when its
+// last user is done: never while a pass may still write relative to it (a closed fd number is reused
+// by the next open, and a write would land in whatever directory that is).
 import type { Dir } from './dir.js';
 
 interface Handle {
