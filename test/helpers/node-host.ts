@@ -1,7 +1,7 @@
 // A scratch node for integration tests: a host root with net.d and the bin dir, a container bin dir
 // with a fake plugin binary, a service-account dir, and the real CLI run against it as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import type { JsonObject } from '../../src/cni/json.js';
@@ -126,6 +126,15 @@ export class NodeHost {
     const tmp = path.join(path.dirname(target), `.writer-${path.basename(target)}`);
     writeFileSync(tmp, text);
     renameSync(tmp, target);
+  }
+
+  /**
+   * `rm -rf` of net.d under a running agent. The agent puts back its kubeconfig and owner file as soon
+   * as they are deleted, so one pass over the entries can lose the race to the final rmdir (ENOTEMPTY);
+   * Node then deletes again, as `rm -rf` run twice would.
+   */
+  removeNetDir(): void {
+    rmSync(this.netDir, { recursive: true, maxRetries: 10, retryDelay: 10 });
   }
 
   putFixture(name: string, as = name): void {

@@ -1,5 +1,5 @@
 // Reacting to what the primary CNI does while the daemon runs.
-import { closeSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/fixtures.js';
@@ -75,7 +75,7 @@ describe('events', () => {
     host.putFixture('10-flannel.conflist');
     const daemon = await host.started();
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
-    rmSync(host.netDir, { recursive: true });
+    host.removeNetDir();
     await daemon.waitLog('config directory is gone: following its path');
     mkdirSync(host.netDir);
     host.putFixture('10-calico.conflist');
@@ -92,7 +92,7 @@ describe('events', () => {
     // close, after the parent's IN_DELETE. A pass that has net.d open at the rmdir does the same.
     const held = openSync(host.netDir, 'r');
     try {
-      rmSync(host.netDir, { recursive: true });
+      host.removeNetDir();
       await daemon.waitLog('config directory is gone: following its path');
       mkdirSync(host.netDir);
       host.putFixture('10-calico.conflist');
