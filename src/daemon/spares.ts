@@ -26,8 +26,11 @@ interface Spare {
 
 export class Spares {
   private readonly spares = new Map<string, Spare>();
-  // The latest preparation per file: one that finishes after a newer one started removes its own temp.
-  private readonly generation = new Map<string, number>();
+  // The preparation under way per file, by a number unique in this process: one that finishes after
+  // a newer one started, or after a drop, removes its own temp. Only files with a preparation under
+  // way have an entry, so the map does not grow with every config name the node ever had.
+  private readonly preparing = new Map<string, number>();
+  private lastPreparation = 0;
   private readonly pending = new Set<Promise<void>>();
 
   constructor(private readonly root: HostRoot) {}
@@ -50,13 +53,13 @@ export class Spares {
    */
   prepareSoon(fileKey: string, dirHost: string, dirDisk: string, name: string, input: Buffer, inputDigest: string, output: Buffer, options: AtomicWriteOptions): void {
     this.drop(fileKey);
-    const generation = (this.generation.get(fileKey) ?? 0) + 1;
-    this.generation.set(fileKey, generation);
+    const preparation = ++this.lastPreparation;
+    this.preparing.set(fileKey, preparation);
     const job = (async () => {
       const dir = this.root.openDir(dirHost, dirDisk);
       try {
         const tmp = await createTemp(dir, name, output, { ...options, expect: input });
-        if (this.generation.get(fileKey) !== generation) {
+        if (this.preparing.get(fileKey) !== preparation) {
           dir.unlink(tmp); // superseded (a newer preparation, or a drop) while its fsync ran
           return;
         }
@@ -68,13 +71,16 @@ export class Spares {
       .catch(() => {
         // A spare is an optimisation: a full or read-only disk just means the normal path next time.
       })
-      .finally(() => this.pending.delete(job));
+      .finally(() => {
+        this.pending.delete(job);
+        if (this.preparing.get(fileKey) === preparation) this.preparing.delete(fileKey);
+      });
     this.pending.add(job);
   }
 
   /** Removes the spare of `fileKey` (the file is gone, or the agent stops). */
   drop(fileKey: string, openDir?: Dir): void {
-    this.generation.set(fileKey, (this.generation.get(fileKey) ?? 0) + 1);
+    this.preparing.delete(fileKey);
     const spare = this.spares.get(fileKey);
     if (spare === undefined) return;
     this.spares.delete(fileKey);
@@ -90,9 +96,19 @@ export class Spares {
     }
   }
 
+  /** Files with a spare or a preparation under way. */
+  get size(): number {
+    return this.spares.size + this.preparing.size;
+  }
+
+  /** Resolves once no preparation is under way. */
+  async settled(): Promise<void> {
+    while (this.pending.size > 0) await Promise.all([...this.pending]);
+  }
+
   /** Waits for preparations under way, then removes every spare. */
   async dispose(): Promise<void> {
-    while (this.pending.size > 0) await Promise.all([...this.pending]);
+    await this.settled();
     for (const fileKey of [...this.spares.keys()]) this.drop(fileKey);
   }
 }
