@@ -14,13 +14,12 @@ export class BytesInFlight {
     return this.held < this.budget;
   }
 
-  /** Holds `bytes` while `work` runs. */
-  async during<T>(bytes: number, work: () => Promise<T>): Promise<T> {
+  /** A pass holds `bytes` from its read; it gives them back with release() once its write is done. */
+  hold(bytes: number): void {
     this.held += bytes;
-    try {
-      return await work();
-    } finally {
-      this.held -= bytes;
-    }
+  }
+
+  release(bytes: number): void {
+    this.held -= bytes;
   }
 }

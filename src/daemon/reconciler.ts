@@ -62,7 +62,7 @@ export class Reconciler {
     this.spares = new Spares(deps.root);
     this.netDirHandle = new SharedDir(() => deps.root.openDir(deps.config.netDir, this.netDirOnDisk));
     this.queue = new CoalescingQueue(
-      (name) => this.pass(name).finally(() => deps.onPassDone?.()),
+      (name) => this.pass(name),
       (name, error) => this.failed(name, error),
       DEFAULT_PASS_CONCURRENCY,
       () => this.inFlight.hasRoom,
@@ -78,7 +78,8 @@ export class Reconciler {
 
   /** A name a pass looks at: a config, or a file the runtime may load that is not one of ours. */
   concerns(name: string): boolean {
-    return isConfigName(name, this.deps.config.suffixes) || (isLibcniName(name) && !name.startsWith('.'));
+    // The cheap test first: most events of a storm are for hidden temp names.
+    return isConfigName(name, this.deps.config.suffixes) || (!name.startsWith('.') && isLibcniName(name));
   }
 
   /** Schedules a pass of config `name` (it starts now unless one is running or the bound is reached). */
@@ -134,13 +135,23 @@ export class Reconciler {
     this.firstEvent.delete(name);
   }
 
+  // A pass is a few async frames deep, not more: during a storm up to 128 are suspended at once
+  // while their writes run on the pool, long enough to outlive a scavenge, and each frame, promise
+  // and closure they hold is then copied and promoted (measured: see the README's performance notes).
   private async pass(name: string): Promise<void> {
-    if (!this.deps.isActive()) return;
     try {
-      await this.netDirHandle.use((netDir) => this.passIn(netDir, name));
+      if (!this.deps.isActive()) return;
+      const lease = this.netDirHandle.acquire();
+      try {
+        await this.passIn(lease.dir, name);
+      } finally {
+        this.netDirHandle.release(lease);
+      }
     } catch (err) {
       if (isMissing(err)) return; // net.d is gone: the daemon re-arms and rescans
       throw err;
+    } finally {
+      this.deps.onPassDone?.();
     }
   }
 
@@ -169,7 +180,7 @@ export class Reconciler {
     }
     if (read.kind !== 'symlink') {
       this.targets.remove(name);
-      await this.patchHolding(netDir, name, { dir: netDir, name }, read);
+      await this.patch(netDir, name, { dir: netDir, name }, read);
       return;
     }
     const linkText = netDir.readlink(name);
@@ -180,7 +191,7 @@ export class Reconciler {
       return;
     }
     try {
-      await this.patchHolding(netDir, name, { dir: target.dir, name: target.name, linkText }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
+      await this.patch(netDir, name, { dir: target.dir, name: target.name, linkText }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
     } finally {
       target.dir.close();
     }
@@ -202,12 +213,6 @@ export class Reconciler {
     this.deps.readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${this.deps.config.suffixes.join(',')}) leaves it out`);
   }
 
-  /** patch(), counting the content and its patched copy against the bytes in flight. */
-  private patchHolding(netDir: Dir, name: string, source: Source, read: EntryRead): Promise<void> {
-    const bytes = read.kind === 'file' ? 2 * read.bytes.length : 0;
-    return this.inFlight.during(bytes, () => this.patch(netDir, name, source, read));
-  }
-
   private async patch(netDir: Dir, name: string, source: Source, read: EntryRead): Promise<void> {
     const since = this.firstEvent.get(name) ?? process.hrtime.bigint();
     this.firstEvent.delete(name);
@@ -227,62 +232,69 @@ export class Reconciler {
         this.problem(name, 'too-large', `${read.size} bytes, over MAX_CONFIG_BYTES (${config.maxConfigBytes})`);
         return;
     }
+    // The content and its patched copy count against the bytes in flight until the write is done.
     const content = read.bytes;
     const fileKey = `${source.dir.disk}/${source.name}`;
-    const digest = sha256(content);
-    if (this.lastWritten.get(fileKey) === digest) {
-      this.chained(name); // the event of our own write
-      return;
-    }
+    const held = 2 * content.length;
+    this.inFlight.hold(held);
+    try {
+      const digest = sha256(content);
+      if (this.lastWritten.get(fileKey) === digest) {
+        this.chained(name); // the event of our own write
+        return;
+      }
 
-    const plan = planPatch(content, plugin);
-    if (plan.action === 'invalid') {
-      // Half-written or broken: leave it as it is; the write that completes it brings another event.
-      if (this.problem(name, 'invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`)) this.deps.metrics.parseErrors.inc();
-      return;
-    }
-    if (plan.action === 'none') {
+      const plan = planPatch(content, plugin);
+      if (plan.action === 'invalid') {
+        // Half-written or broken: leave it as it is; the write that completes it brings another event.
+        if (this.problem(name, 'invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`)) this.deps.metrics.parseErrors.inc();
+        return;
+      }
+      if (plan.action === 'none') {
+        this.chained(name);
+        return;
+      }
+      // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
+      const rewrittenAfterOurPatch = this.lastWritten.has(fileKey);
+      if (this.fightBackoff(name, fileKey)) return;
+
+      const owner = { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
+      const destName = conflistName(name);
+      if (plan.upgraded && destName !== name) {
+        await this.upgrade(netDir, name, destName, source, fileKey, content, plan.bytes, owner);
+        return;
+      }
+      const spare = this.spares.take(fileKey, source.dir, digest, plan.bytes);
+      const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
+      const result = spare !== undefined ? await landTemp(source.dir, spare, source.name, options, plan.bytes) : await writeFileAtomic(source.dir, source.name, plan.bytes, options);
+      if (result === 'stale') {
+        // A newer write landed while we patched: never overwrite it; look again.
+        this.deps.metrics.staleWrites.inc();
+        this.queue.trigger(name);
+        return;
+      }
+      this.lastWritten.set(fileKey, sha256(plan.bytes));
+      this.fights.wrote(fileKey);
+      this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
+      this.deps.metrics.patches.inc();
+      const target = source.linkText === undefined ? undefined : this.deps.root.fromDisk(fileKey);
+      if (target !== undefined) this.deps.onTargetPatched?.(target);
+      // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
+      // otherwise cost 1,000 synchronous log writes on the hot path).
+      this.deps.log.debug({ file: name, target, spare: spare !== undefined }, 'chained plugin into config');
+      this.burst.add(name);
+      if (source.linkText !== undefined && source.dir.disk !== netDir.disk) {
+        // The runtime watches net.d only: re-create the link so it sees the change.
+        touchSymlink(netDir, name, source.linkText);
+      }
       this.chained(name);
-      return;
-    }
-    // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
-    const rewrittenAfterOurPatch = this.lastWritten.has(fileKey);
-    if (this.fightBackoff(name, fileKey)) return;
-
-    const owner = { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
-    const destName = conflistName(name);
-    if (plan.upgraded && destName !== name) {
-      await this.upgrade(netDir, name, destName, source, fileKey, content, plan.bytes, owner);
-      return;
-    }
-    const spare = this.spares.take(fileKey, source.dir, digest, plan.bytes);
-    const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
-    const result = spare !== undefined ? await landTemp(source.dir, spare, source.name, options, plan.bytes) : await writeFileAtomic(source.dir, source.name, plan.bytes, options);
-    if (result === 'stale') {
-      // A newer write landed while we patched: never overwrite it; look again.
-      this.deps.metrics.staleWrites.inc();
-      this.queue.trigger(name);
-      return;
-    }
-    this.lastWritten.set(fileKey, sha256(plan.bytes));
-    this.fights.wrote(fileKey);
-    this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
-    this.deps.metrics.patches.inc();
-    const target = source.linkText === undefined ? undefined : this.deps.root.fromDisk(fileKey);
-    if (target !== undefined) this.deps.onTargetPatched?.(target);
-    // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
-    // otherwise cost 1,000 synchronous log writes on the hot path).
-    this.deps.log.debug({ file: name, target, spare: spare !== undefined }, 'chained plugin into config');
-    this.burst.add(name);
-    if (source.linkText !== undefined && source.dir.disk !== netDir.disk) {
-      // The runtime watches net.d only: re-create the link so it sees the change.
-      touchSymlink(netDir, name, source.linkText);
-    }
-    this.chained(name);
-    // Only in net.d, where every reader ignores hidden temp names (libcni goes by extension); a link
-    // target's directory belongs to whoever made the link, and may be read by anything.
-    if (rewrittenAfterOurPatch && source.dir.disk === netDir.disk && this.deps.isActive()) {
-      this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, digest, plan.bytes, owner);
+      // Only in net.d, where every reader ignores hidden temp names (libcni goes by extension); a link
+      // target's directory belongs to whoever made the link, and may be read by anything.
+      if (rewrittenAfterOurPatch && source.dir.disk === netDir.disk && this.deps.isActive()) {
+        this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, digest, plan.bytes, owner);
+      }
+    } finally {
+      this.inFlight.release(held);
     }
   }
 

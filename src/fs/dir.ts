@@ -58,8 +58,7 @@ export class Dir {
     try {
       return syscall();
     } catch (err) {
-      if (typeof err === 'object' && err !== null) (err as NodeJS.ErrnoException).path = `${this.disk}/${name}`;
-      throw err;
+      throw this.naming(name, err);
     }
   }
 
@@ -81,15 +80,12 @@ export class Dir {
     }
   }
 
-  /** call() for an asynchronous syscall sequence: a rejection names the entry by its full path. */
-  async callAsync<T>(name: string, syscalls: () => Promise<T>): Promise<T> {
-    try {
-      return await syscalls();
-    } catch (err) {
-      if (typeof err === 'object' && err !== null) (err as NodeJS.ErrnoException).path = `${this.disk}/${name}`;
-      throw err;
-    }
+  /** `err` naming entry `name` by its full path, as fs errors do. */
+  naming(name: string, err: unknown): unknown {
+    if (typeof err === 'object' && err !== null) (err as NodeJS.ErrnoException).path = `${this.disk}/${name}`;
+    return err;
   }
+
 
   rename(from: string, to: string, flags = 0): void {
     this.call(to, () => addon.renameat2(this.fd, from, this.fd, to, flags));

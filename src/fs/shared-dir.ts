@@ -9,8 +9,12 @@
 // by the next open, and a write would land in whatever directory that is).
 import type { Dir } from './dir.js';
 
-interface Handle {
-  dir: Dir;
+/** One pass's use of the shared directory. */
+export interface Lease {
+  readonly dir: Dir;
+}
+
+interface Handle extends Lease {
   users: number;
 }
 
@@ -19,18 +23,24 @@ export class SharedDir {
 
   constructor(private readonly open: () => Dir) {}
 
-  /** Runs `fn` with the directory (opened now unless a running use has it open); throws what open throws. */
-  async use<T>(fn: (dir: Dir) => Promise<T>): Promise<T> {
+  /**
+   * The directory for one pass (opened now unless a running pass has it open); throws what open
+   * throws. Every acquire is matched by one release, when the pass is done with the fd. (A pair of
+   * calls rather than a `use(fn)` wrapper: during a storm each wrapper is one more suspended async
+   * frame per file, which outlives scavenges and is promoted.)
+   */
+  acquire(): Lease {
     const handle = (this.current ??= { dir: this.open(), users: 0 });
     handle.users++;
-    try {
-      return await fn(handle.dir);
-    } finally {
-      handle.users--;
-      if (handle.users === 0) {
-        if (this.current === handle) this.current = undefined;
-        handle.dir.close();
-      }
+    return handle;
+  }
+
+  release(lease: Lease): void {
+    const handle = lease as Handle;
+    handle.users--;
+    if (handle.users === 0) {
+      if (this.current === handle) this.current = undefined;
+      handle.dir.close();
     }
   }
 

@@ -1,6 +1,6 @@
-// SharedDir: overlapping uses share one fd, which is closed as soon as the last one is done (an fd
+// SharedDir: overlapping leases share one fd, which is closed as soon as the last one is released (an fd
 // held while idle would keep a deleted net.d alive and hide its IN_DELETE_SELF); a retired handle is
-// never closed under a running use.
+// never closed under a lease still held.
 import { fstatSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { Dir } from '../../src/fs/dir.js';
@@ -16,60 +16,54 @@ function isOpen(fd: number): boolean {
   }
 }
 
-function gate(): { wait: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const wait = new Promise<void>((resolve) => (open = resolve));
-  return { wait, open };
-}
-
 describe('SharedDir', () => {
-  it('opens once for overlapping uses and closes when the last one ends', async () => {
+  it('opens once for overlapping leases and closes when the last one is released', () => {
     const dir = tempDir();
     let opens = 0;
     const shared = new SharedDir(() => {
       opens++;
       return Dir.open(dir);
     });
-    const g = gate();
-    const fds: number[] = [];
-    const uses = [1, 2, 3].map(() => shared.use(async (d) => (fds.push(d.fd), await g.wait)));
-    await Promise.resolve();
+    const leases = [1, 2, 3].map(() => shared.acquire());
     expect(opens).toBe(1);
-    expect(new Set(fds).size).toBe(1);
-    expect(isOpen(fds[0]!)).toBe(true);
-    g.open();
-    await Promise.all(uses);
-    expect(isOpen(fds[0]!)).toBe(false);
-    await shared.use(async () => {});
+    expect(new Set(leases.map((l) => l.dir.fd)).size).toBe(1);
+    const fd = leases[0]!.dir.fd;
+    shared.release(leases[0]!);
+    shared.release(leases[1]!);
+    expect(isOpen(fd)).toBe(true);
+    shared.release(leases[2]!);
+    expect(isOpen(fd)).toBe(false);
+    shared.release(shared.acquire());
     expect(opens).toBe(2);
   });
 
-  it('closes after a use that throws, and passes the error on', async () => {
+  it('passes on what open throws, and holds nothing after it', () => {
+    let fail = true;
     const dir = tempDir();
-    let fd = -1;
-    const shared = new SharedDir(() => Dir.open(dir));
-    await expect(shared.use(async (d) => ((fd = d.fd), Promise.reject(new Error('boom'))))).rejects.toThrow('boom');
-    expect(isOpen(fd)).toBe(false);
+    const shared = new SharedDir(() => {
+      if (fail) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+      return Dir.open(dir);
+    });
+    expect(() => shared.acquire()).toThrow('gone');
+    fail = false;
+    const lease = shared.acquire();
+    expect(isOpen(lease.dir.fd)).toBe(true);
+    shared.release(lease);
+    expect(isOpen(lease.dir.fd)).toBe(false);
   });
 
-  it('after retire, new uses get a new fd; the old one stays open until its own uses end', async () => {
+  it('after retire, new leases get a new fd; the old one stays open until its own leases are released', () => {
     const dir = tempDir();
     const shared = new SharedDir(() => Dir.open(dir));
-    const g = gate();
-    let oldFd = -1;
-    const old = shared.use(async (d) => ((oldFd = d.fd), await g.wait));
-    await Promise.resolve();
+    const old = shared.acquire();
+    const oldFd = old.dir.fd;
     shared.retire();
-    let newFd = -1;
-    const fresh = shared.use(async (d) => {
-      newFd = d.fd;
-      expect(isOpen(oldFd)).toBe(true);
-    });
-    await fresh;
-    expect(newFd).not.toBe(oldFd);
+    const fresh = shared.acquire();
+    expect(fresh.dir.fd).not.toBe(oldFd);
     expect(isOpen(oldFd)).toBe(true);
-    g.open();
-    await old;
+    shared.release(fresh);
+    expect(isOpen(oldFd)).toBe(true);
+    shared.release(old);
     expect(isOpen(oldFd)).toBe(false);
   });
 });
