@@ -171,10 +171,23 @@ function appendPlugin(bytes: Buffer, plugins: JsonNode, plugin: ChainedPlugin): 
     const at = plugins.start + 1;
     return Buffer.concat([bytes.subarray(0, at), Buffer.from(plugin.compact), bytes.subarray(at)]);
   }
-  const separator = whitespaceBefore(bytes, last.start);
-  const insert = Buffer.from(`,${separator}${renderPlugin(plugin, separator)}`);
+  const insert = insertAfter(plugin, whitespaceBefore(bytes, last.start));
   return Buffer.concat([bytes.subarray(0, last.end), insert, bytes.subarray(last.end)]);
 }
+
+/** The bytes that append the plugin after an element preceded by `separator`: kept per separator, as renderings are. */
+function insertAfter(plugin: ChainedPlugin, separator: string): Buffer {
+  let bySeparator = inserts.get(plugin);
+  if (bySeparator === undefined) inserts.set(plugin, (bySeparator = new Map()));
+  let insert = bySeparator.get(separator);
+  if (insert === undefined) {
+    insert = Buffer.from(`,${separator}${renderPlugin(plugin, separator)}`);
+    if (bySeparator.size < 64) bySeparator.set(separator, insert);
+  }
+  return insert;
+}
+
+const inserts = new WeakMap<ChainedPlugin, Map<string, Buffer>>();
 
 /** A single-plugin config as a conflist around its original bytes. */
 function upgradeSingle(config: ScannedConfig, plugin: ChainedPlugin): Buffer {

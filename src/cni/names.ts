@@ -43,6 +43,7 @@ export function conflistName(name: string): string {
 // Which process made a temp file: during a DaemonSet upgrade two agents (both possibly PID 1 in their
 // containers) write into net.d at once, and each must tell its own renames from the other's.
 const PROCESS_TOKEN = addon.getrandom(6).toString('hex');
+const OWN_TEMP_MARKER = `${TEMP_MARKER}${PROCESS_TOKEN}-`;
 let tempCounter = 0;
 
 /** Linux's NAME_MAX: the longest directory entry name, in bytes. */
@@ -85,7 +86,7 @@ function prefixOf(name: string): string {
  */
 export function tempNameFor(name: string, expectHash = 'new'): string {
   tempCounter = (tempCounter + 1) % 1_000_000;
-  return `.${prefixOf(name)}${TEMP_MARKER}${PROCESS_TOKEN}-${tempCounter}-${nameHash(name)}-${expectHash}.tmp`;
+  return `.${prefixOf(name)}${OWN_TEMP_MARKER}${tempCounter}-${nameHash(name)}-${expectHash}.tmp`;
 }
 
 export interface TempNameParts {
@@ -111,5 +112,5 @@ export function isTempName(name: string): boolean {
 
 /** A temp name made by this process. */
 export function isOwnTempName(name: string): boolean {
-  return isTempName(name) && name.includes(`${TEMP_MARKER}${PROCESS_TOKEN}-`);
+  return isTempName(name) && name.includes(OWN_TEMP_MARKER);
 }

@@ -3,33 +3,40 @@
 // the config half can be recognised as our own write without a syscall and costs no pass.
 //
 // The halves are adjacent in the kernel's queue, but a read of the inotify fd can end between them:
-// the cookies seen on our temp names are remembered across reads (a bounded set; cookies are unique
-// per rename). For rename(tmp → config) the temp half comes first, so a split costs nothing. For the
+// the cookies seen on our temp names are remembered across reads (bounded; cookies are unique per
+// rename). For rename(tmp → config) the temp half comes first, so a split costs nothing. For the
 // second rename of an exchange the config half comes first: split there, it costs one pass, which
 // finds our own content by hash and writes nothing.
 import { isOwnTempName } from '../cni/names.js';
 import type { WatchEvent } from '../watch/watcher.js';
 
-const REMEMBERED = 4096;
+// Cookies are kept in two generations of up to this many each: a full current generation becomes the
+// previous one, and the one before is dropped whole. That remembers the last 4,096 to 8,192 renames at
+// no cost per rename (evicting the oldest cookie one at a time cost an iterator per rename in a storm).
+const GENERATION = 4096;
 
 function isRename(event: WatchEvent): boolean {
   return (event.kind === 'moved-in' || event.kind === 'moved-out') && event.cookie !== 0;
 }
 
 export class OwnRenames {
-  private readonly cookies = new Set<number>();
+  private current = new Set<number>();
+  private previous = new Set<number>();
 
   /** Notes the cookies of `events` that have one of our temp names on one side. */
   observe(events: readonly WatchEvent[]): void {
     for (const event of events) {
       if (!isRename(event) || !isOwnTempName(event.name)) continue;
-      this.cookies.add(event.cookie);
-      if (this.cookies.size > REMEMBERED) this.cookies.delete(this.cookies.values().next().value!);
+      if (this.current.size >= GENERATION) {
+        this.previous = this.current;
+        this.current = new Set();
+      }
+      this.current.add(event.cookie);
     }
   }
 
   /** True for the config side of one of our own renames: nothing changed that we did not write. */
   isOwn(event: WatchEvent): boolean {
-    return isRename(event) && this.cookies.has(event.cookie) && !isOwnTempName(event.name);
+    return isRename(event) && (this.current.has(event.cookie) || this.previous.has(event.cookie)) && !isOwnTempName(event.name);
   }
 }

@@ -64,7 +64,7 @@ export class OwnedConfig {
 
   /** Every config event matters: any of them may change which file is the primary, or its content. */
   concerns(name: string): boolean {
-    return isLibcniName(name) && !name.startsWith('.');
+    return !name.startsWith('.') && isLibcniName(name);
   }
 
   trigger(_name?: string): void {

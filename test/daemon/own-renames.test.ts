@@ -60,4 +60,14 @@ describe('own renames', () => {
     own.observe([second]);
     expect(own.isOwn(second)).toBe(true);
   });
+
+  it('remembers at least the last 4,096 renames, and a bounded number', () => {
+    const own = new OwnRenames();
+    const tmp = tempNameFor('a.conflist');
+    const configSide = (cookie: number): WatchEvent => ({ kind: 'moved-in', dir: '/d', name: 'a.conflist', cookie, isDir: false });
+    for (let cookie = 1; cookie <= 3 * 4096; cookie++) own.observe([{ kind: 'moved-out', dir: '/d', name: tmp, cookie, isDir: false }]);
+    for (let cookie = 2 * 4096 + 1; cookie <= 3 * 4096; cookie++) expect(own.isOwn(configSide(cookie))).toBe(true);
+    expect(own.isOwn(configSide(1))).toBe(false);
+    expect(own.isOwn(configSide(4096))).toBe(false);
+  });
 });
