@@ -3,8 +3,9 @@
 // real agent runs against a scratch host tree while a C writer plays the primary CNI and an
 // independent inotify observer records when each patched file lands. Also: the watchers alone
 // (native, @parcel/watcher, fs.watch), start (exec to the first pre-existing config patched, against
-// a bare `node -e ''`), memory and idle CPU. Every target is printed as a ratio within this one run,
-// with pass/fail; each storm is repeated and its median kept.
+// a bare `node -e ''`), memory and idle CPU; and on tmpfs, for reference, a bare Node agent doing only
+// the same watch, read, planning and writes (bench/bare-agent.ts). Every target is printed as a ratio
+// within this one run, with pass/fail; each storm is repeated and its median kept.
 //
 //   npm run bench -- [--files 1000] [--paced 200] [--interval-ms 5] [--repeat 3] [--idle-s 10]
 //                    [--backends native,parcel] [--disks disk,tmpfs] [--out bench/results] [--tmp DIR]
@@ -27,6 +28,7 @@ import { watcherLatency } from './watchers.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '..', '..');
 const cli = path.join(repo, 'dist', 'cni-chainer.mjs');
+const bareAgent = path.join(here, 'bare-agent.js');
 
 function option(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -187,21 +189,22 @@ function hostTree(dir: string): { hostRoot: string; netDir: string; bin: string 
 
 const pad = (i: number) => String(i).padStart(5, '0');
 
-async function benchBackend(floor: Floor, backend: WatchBackendName, scratch: string) {
-  const { hostRoot, netDir, bin } = hostTree(path.join(scratch, backend));
+/** The agent with one backend; or, with `program`, the bench's bare reference agent in its place. */
+async function benchBackend(floor: Floor, backend: WatchBackendName, scratch: string, program = cli, label: string = backend) {
+  const { hostRoot, netDir, bin } = hostTree(path.join(scratch, label));
   const observer = new Observer(netDir);
   // For profiling the agent: BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const agent = new Agent(cli, await agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, backend), 'agent', nodeArgs);
+  const agent = new Agent(program, await agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, label), 'agent', nodeArgs);
   try {
-    return await measureBackend(floor, backend, agent, observer, netDir);
+    return await measureBackend(floor, label, agent, observer, netDir);
   } finally {
     // A failed phase must not leave the agent running behind the bench.
     if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGKILL');
   }
 }
 
-async function measureBackend(floor: Floor, backend: WatchBackendName, agent: Agent, observer: Observer, netDir: string) {
+async function measureBackend(floor: Floor, backend: string, agent: Agent, observer: Observer, netDir: string) {
   await agent.waitForLog('started');
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const idleRssMiB = agent.rssMiB();
@@ -286,6 +289,8 @@ interface DiskResult {
   floorStorm: { bestMs: number; byThreads: Record<number, number> };
   floorPaced: Summary;
   backends: BackendResult[];
+  /** The bare reference agent (bench/bare-agent.ts), on tmpfs only. */
+  reference?: BackendResult;
 }
 
 function fsType(dir: string): string {
@@ -347,7 +352,9 @@ async function main(): Promise<void> {
       const floorPaced = floor.paced(scratch, PACED, INTERVAL_MS);
       const backends: BackendResult[] = [];
       for (const backend of BACKENDS) backends.push(await benchBackend(floor, backend, path.join(scratch, disk)));
-      disks.push({ disk, filesystem: fsType(scratch), floorStorm, floorPaced, backends });
+      // On tmpfs only: there the CPU is the agent's; on a disk it is the journal's (README).
+      const reference = disk === 'tmpfs' ? await benchBackend(floor, 'native', path.join(scratch, disk), bareAgent, 'bare') : undefined;
+      disks.push({ disk, filesystem: fsType(scratch), floorStorm, floorPaced, backends, reference });
     }
     const watchDir = path.join(tmpfsRoot ?? base, 'watchers');
     mkdirSync(watchDir, { recursive: true });
@@ -378,6 +385,20 @@ async function main(): Promise<void> {
     for (const d of disks) for (const b of d.backends) lines.push(`| ${d.disk} | ${b.backend} | ${f(b.idleRssMiB, 1)} | ${f(b.peakRssMiB, 1)} | exit ${b.shutdown.code} in ${b.shutdown.ms} ms |`);
     lines.push('', '| watcher alone (tmpfs) | event p50 ms | p99 ms | max ms |', '|---|---:|---:|---:|');
     for (const [name, s] of Object.entries(watchers)) lines.push(`| ${name} | ${f(s.p50, 3)} | ${f(s.p99, 3)} | ${f(s.max, 3)} |`);
+    for (const d of disks) {
+      const agent = d.backends.find((b) => b.backend === 'native');
+      const bare = d.reference;
+      if (agent === undefined || bare === undefined) continue;
+      lines.push('', `| ${d.disk}: the agent against a bare Node agent (bench/bare-agent.ts: the same watch, read, planner and batched writes, nothing else) | agent | bare | ratio |`, '|---|---:|---:|---:|');
+      const row = (what: string, a: number, b: number, digits = 0) => lines.push(`| ${what} | ${f(a, digits)} | ${f(b, digits)} | ${f(a / b, 2)}x |`);
+      row('storm: all patched ms', agent.storm.wallMs, bare.storm.wallMs, 1);
+      row('storm: CPU µs per file', agent.storm.cpuUsPerFile, bare.storm.cpuUsPerFile);
+      for (const kind of ['main', 'pool', 'v8'] as const) row(`storm: CPU µs per file, ${kind}`, agent.storm.cpuUsPerFileBy[kind], bare.storm.cpuUsPerFileBy[kind]);
+      row('paced p50 ms', agent.paced.latency.p50, bare.paced.latency.p50, 3);
+      row('RSS 1 s after start MiB', agent.idleRssMiB, bare.idleRssMiB, 1);
+      row('peak RSS MiB', agent.peakRssMiB, bare.peakRssMiB, 1);
+      lines.push(`| files never patched | ${agent.storm.missed + agent.paced.missed} | ${bare.storm.missed + bare.paced.missed} | |`);
+    }
     lines.push('', '| target (DESIGN §5) | measured | target | |', '|---|---|---|---|');
     for (const t of targets(disks, start, idleCpuS)) lines.push(`| ${t.what} | ${t.measured} | ${t.target} | ${t.pass ? 'pass' : 'FAIL'} |`);
     const text = `${lines.join('\n')}\n`;

@@ -7,7 +7,7 @@ import { runProcess } from './helpers/run-node.js';
 import { tempDir } from './helpers/tmp.js';
 
 describe('npm run bench', () => {
-  it('runs the floor and both backends on disk and tmpfs, and prints every target as a ratio', async () => {
+  it('runs the floor, both backends on disk and tmpfs and the bare reference on tmpfs, and prints every target as a ratio', async () => {
     const out = tempDir();
     const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--repeat', '1', '--idle-s', '0', '--out', out];
     const result = await runProcess(process.execPath, [path.join(repoRoot, 'dist', 'bench', 'bench.js'), ...args]);
@@ -19,6 +19,9 @@ describe('npm run bench', () => {
     expect(result.stdout).toMatch(/^\| start: exec → first config patched, minus a bare node -e '' \| \d+ - \d+ = -?\d+ ms \| <= 40 ms \| (pass|FAIL) \|$/m);
     expect(result.stdout).toMatch(/^\| native backend: files never patched, all runs \| 0 \| 0 \| pass \|$/m);
     expect(result.stdout).toMatch(/^\| tmpfs, native \| \d+ \| \d+ \| \d+ \| \d+ \| \d+ \|$/m);
+    // The bare reference agent ran on tmpfs and patched every file it was given.
+    expect(result.stdout).toMatch(/^\| storm: CPU µs per file \| \d+ \| \d+ \| [\d.]+x \|$/m);
+    expect(result.stdout).toMatch(/^\| files never patched \| 0 \| 0 \| \|$/m);
     const json = JSON.parse(readFileSync(path.join(out, 'bench.json'), 'utf8')) as { disks: Array<{ disk: string; backends: Array<{ backend: string; storm: { missed: number } }> }> };
     // @parcel/watcher may drop an event (README, "Known limits"); the native backend may not.
     expect(json.disks.flatMap((d) => d.backends.map((b) => [d.disk, b.backend, b.backend === 'native' ? b.storm.missed : typeof b.storm.missed]))).toEqual([
