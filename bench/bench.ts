@@ -395,6 +395,7 @@ async function main(): Promise<void> {
       row('storm: CPU µs per file', agent.storm.cpuUsPerFile, bare.storm.cpuUsPerFile);
       for (const kind of ['main', 'pool', 'v8'] as const) row(`storm: CPU µs per file, ${kind}`, agent.storm.cpuUsPerFileBy[kind], bare.storm.cpuUsPerFileBy[kind]);
       row('paced p50 ms', agent.paced.latency.p50, bare.paced.latency.p50, 3);
+      row('paced p99 ms', agent.paced.latency.p99, bare.paced.latency.p99, 3);
       row('RSS 1 s after start MiB', agent.idleRssMiB, bare.idleRssMiB, 1);
       row('peak RSS MiB', agent.peakRssMiB, bare.peakRssMiB, 1);
       lines.push(`| files never patched | ${agent.storm.missed + agent.paced.missed} | ${bare.storm.missed + bare.paced.missed} | |`);
