@@ -138,27 +138,12 @@ interface Frame {
  * node. Throws JsonSyntaxError with the offending offset.
  */
 export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
+  // `i` and `root` are written only here, never from a closure: V8 then keeps them as plain locals
+  // instead of in a context object that every access goes through (planPatch of the Calico fixture,
+  // steady state: 4.87 -> 4.6 µs per call).
   const stack: Frame[] = [];
   let root: JsonNode | undefined;
   let i = skipWhitespace(bytes, 0);
-
-  const attach = (value: JsonNode): void => {
-    const top = stack[stack.length - 1];
-    if (top === undefined) root = value;
-    else if (top.node.members !== undefined) top.node.members.push({ keyStart: top.keyStart, keyEnd: top.keyEnd, value });
-    else top.node.items?.push(value);
-  };
-  /** Reads `"key" :` at i (inside an object) and leaves i at the value. */
-  const readKey = (frame: Frame): void => {
-    i = skipWhitespace(bytes, i);
-    if (bytes[i] !== QUOTE) throw new JsonSyntaxError('expected a string key', i);
-    const end = scanString(bytes, i);
-    frame.keyStart = i;
-    frame.keyEnd = end;
-    i = skipWhitespace(bytes, end);
-    if (bytes[i] !== 0x3a) throw new JsonSyntaxError('expected ":"', i);
-    i++;
-  };
 
   for (;;) {
     // Expecting a value at i.
@@ -176,13 +161,15 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
       stack.push(frame);
       i = skipWhitespace(bytes, i + 1);
       if (bytes[i] !== (isObject ? 0x7d : 0x5d)) {
-        if (isObject) readKey(frame);
+        if (isObject) i = readKey(bytes, i, frame);
         continue; // its first value
       }
       i++;
       node.end = i;
       stack.pop();
-      attach(node);
+      const parent = stack[stack.length - 1];
+      if (parent === undefined) root = node;
+      else attach(parent, node);
     } else {
       let end: number;
       let kind: ValueKind;
@@ -199,7 +186,8 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
         kind = 'literal';
       }
       const top = stack[stack.length - 1];
-      if (top === undefined || top.node.members !== undefined || top.node.items !== undefined) attach({ kind, start: i, end });
+      if (top === undefined) root = { kind, start: i, end };
+      else if (top.node.members !== undefined || top.node.items !== undefined) attach(top, { kind, start: i, end });
       i = end;
     }
     // After a value: close containers, or move on to the next member or item.
@@ -213,16 +201,37 @@ export function scanJson(bytes: Uint8Array, detailDepth = 3): JsonNode {
       const isObject = top.node.kind === 'object';
       if (bytes[i] === 0x2c) {
         i++;
-        if (isObject) readKey(top);
+        if (isObject) i = readKey(bytes, i, top);
         break; // the next value
       }
       if (bytes[i] !== (isObject ? 0x7d : 0x5d)) throw new JsonSyntaxError(`expected "," or "${isObject ? '}' : ']'}"`, i);
       i++;
       top.node.end = i;
       stack.pop();
-      attach(top.node);
+      const parent = stack[stack.length - 1];
+      if (parent === undefined) root = top.node;
+      else attach(parent, top.node);
     }
   }
+}
+
+/** Records `value` in the container of `parent`, when that container records its children. */
+function attach(parent: Frame, value: JsonNode): void {
+  const node = parent.node;
+  if (node.members !== undefined) node.members.push({ keyStart: parent.keyStart, keyEnd: parent.keyEnd, value });
+  else node.items?.push(value);
+}
+
+/** Reads `"key" :` at i (inside an object) into `frame`; returns the offset of the member's value. */
+function readKey(bytes: Uint8Array, i: number, frame: Frame): number {
+  i = skipWhitespace(bytes, i);
+  if (bytes[i] !== QUOTE) throw new JsonSyntaxError('expected a string key', i);
+  const end = scanString(bytes, i);
+  frame.keyStart = i;
+  frame.keyEnd = end;
+  i = skipWhitespace(bytes, end);
+  if (bytes[i] !== 0x3a) throw new JsonSyntaxError('expected ":"', i);
+  return i + 1;
 }
 
 /**
