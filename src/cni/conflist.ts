@@ -124,19 +124,8 @@ function whitespaceBefore(bytes: Buffer, at: number): string {
 function renderPlugin(plugin: ChainedPlugin, separator: string): string {
   const newline = separator.lastIndexOf('\n');
   if (newline < 0) return plugin.compact;
-  const indent = separator.slice(newline + 1);
-  // Configs on a node share a few indents: each rendering is made once (a storm patches thousands).
-  let byIndent = rendered.get(plugin);
-  if (byIndent === undefined) rendered.set(plugin, (byIndent = new Map()));
-  let text = byIndent.get(indent);
-  if (text === undefined) {
-    text = plugin.text.replace(/\n/g, `\n${indent}`);
-    if (byIndent.size < 64) byIndent.set(indent, text);
-  }
-  return text;
+  return plugin.text.replace(/\n/g, `\n${separator.slice(newline + 1)}`);
 }
-
-const rendered = new WeakMap<ChainedPlugin, Map<string, string>>();
 
 /** The bytes with array elements `remove` spliced out, separators included. */
 function spliceOut(bytes: Buffer, items: readonly JsonNode[], remove: ReadonlySet<number>): Buffer {
@@ -175,7 +164,10 @@ function appendPlugin(bytes: Buffer, plugins: JsonNode, plugin: ChainedPlugin): 
   return Buffer.concat([bytes.subarray(0, last.end), insert, bytes.subarray(last.end)]);
 }
 
-/** The bytes that append the plugin after an element preceded by `separator`: kept per separator, as renderings are. */
+/**
+ * The bytes that append the plugin after an element preceded by `separator`. Configs on a node share
+ * a few separators, so each is rendered and encoded once (a storm patches thousands).
+ */
 function insertAfter(plugin: ChainedPlugin, separator: string): Buffer {
   let bySeparator = inserts.get(plugin);
   if (bySeparator === undefined) inserts.set(plugin, (bySeparator = new Map()));
