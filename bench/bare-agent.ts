@@ -9,7 +9,7 @@ import path from 'node:path';
 import { planPatch } from '../src/cni/conflist.js';
 import { isConfigName, tempNameFor } from '../src/cni/names.js';
 import { loadConfig, requirePlugin } from '../src/config.js';
-import { replaceEntry } from '../src/fs/replace-batches.js';
+import { LANDING, replaceEntry } from '../src/fs/replace-batches.js';
 import { addon } from '../src/watch/addon.js';
 import { NativeWatcher } from '../src/watch/native.js';
 
@@ -17,7 +17,6 @@ const config = loadConfig(process.env);
 const plugin = requirePlugin(config);
 const netDir = path.join(config.hostRoot, config.netDir);
 const dirfd = openSync(netDir, 'r');
-const EXCHANGE = 2;
 
 const watcher = new NativeWatcher((events) => {
   for (const event of events) {
@@ -29,7 +28,7 @@ const watcher = new NativeWatcher((events) => {
     if (plan.action !== 'write') continue;
     const xattrs = read.xattrs!.map(([key, value]): [string, Buffer, boolean] => [key, value, true]);
     // A stale or swapped landing is left as it is: the bench's writer does not rewrite a file it wrote.
-    replaceEntry([dirfd, tempNameFor(event.name), event.name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, EXCHANGE, content]).catch(() => {});
+    replaceEntry([dirfd, tempNameFor(event.name), event.name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, LANDING.exchange, content]).catch(() => {});
   }
 });
 watcher.watchSync(netDir);

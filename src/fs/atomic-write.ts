@@ -26,7 +26,7 @@ import { readEntry } from './bounded-read.js';
 import { contentHash } from './content-hash.js';
 import type { Dir } from './dir.js';
 import { fsyncDir } from './dir-sync.js';
-import { replaceEntry, type Landing as PoolLanding } from './replace-batches.js';
+import { LANDING, replaceEntry, type Landing as PoolLanding } from './replace-batches.js';
 import { errnoCode } from './errno.js';
 
 const fsyncAsync = promisify(fsync);
@@ -144,8 +144,6 @@ async function writeInSteps(dir: Dir, name: string, data: string | Buffer | Fill
   const tmp = await createTemp(dir, name, data, options);
   return landTemp(dir, tmp, name, options, bytes);
 }
-
-const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
 
 /** The temp name for a write of `name`: it carries the hash of the content it expects to replace. */
 function tempFor(name: string, options: AtomicWriteOptions): string {
