@@ -257,7 +257,8 @@ export class Daemon {
 
   private onNetDirEvent(event: WatchEvent): void {
     if (event.kind === 'dir-gone') {
-      // Logged, and the held directory dropped, by onNetDirLost once the path is resolved again.
+      // The watch re-resolves the path; when it finds net.d gone it logs that and calls onNetDirLost,
+      // which drops the held directory.
       this.netDir.onNetDirGone();
       return;
     }

@@ -86,7 +86,6 @@ export class Dir {
     return err;
   }
 
-
   rename(from: string, to: string, flags = 0): void {
     this.call(to, () => addon.renameat2(this.fd, from, this.fd, to, flags));
   }
