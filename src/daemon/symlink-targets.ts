@@ -37,10 +37,12 @@ export function openLinkTarget(root: HostRoot, netDir: string, link: string, tar
   }
 }
 
+const NO_LINKS: readonly string[] = Object.freeze([]);
+
 export class SymlinkTargets {
-  private readonly targetOf = new Map<string, string>(); // link name → target on disk
-  private readonly linksOf = new Map<string, Set<string>>(); // target on disk → link names
-  private readonly dirUse = new Map<string, number>(); // target dir → links pointing into it
+  private readonly targetOf = new Map<string, string>(); // link name -> target on disk
+  private readonly linksOf = new Map<string, Set<string>>(); // target on disk -> link names
+  private readonly dirUse = new Map<string, number>(); // target dir -> links pointing into it
 
   constructor(
     private netDirOnDisk: string,
@@ -90,8 +92,8 @@ export class SymlinkTargets {
   }
 
   /** Links whose target is the entry `name` of `dir`. */
-  linksTo(dir: string, name: string): string[] {
-    if (this.linksOf.size === 0) return []; // the common case, and called for every event
+  linksTo(dir: string, name: string): readonly string[] {
+    if (this.linksOf.size === 0) return NO_LINKS; // the common case, and called for every event
     return [...(this.linksOf.get(path.join(dir, name)) ?? [])];
   }
 

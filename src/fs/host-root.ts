@@ -43,13 +43,13 @@ export class HostRoot {
     return new Dir(openSync(resolvedDisk, flags | constants.O_NOFOLLOW), resolvedDisk);
   }
 
-  /** `/etc/cni/net.d` → `<prefix>/etc/cni/net.d`. */
+  /** `/etc/cni/net.d` -> `<prefix>/etc/cni/net.d`. */
   toDisk(hostPath: string): string {
     const joined = path.join(this.dir, hostPath);
     return joined.length > 1 && joined.endsWith('/') ? joined.slice(0, -1) : joined;
   }
 
-  /** `<prefix>/etc/x` → `/etc/x`, for logs and reports. */
+  /** `<prefix>/etc/x` -> `/etc/x`, for logs and reports. */
   fromDisk(diskPath: string): string {
     return `/${path.relative(this.dir, diskPath)}`;
   }
