@@ -2,18 +2,18 @@
 // do for a storm. The same inotify watch (the agent's mask), the same one-call read, the same planner
 // and the same batched writes on libuv's pool (temp file, fsync, exchange, compare, directory fsync);
 // and nothing else: no per-file state, readiness, metrics, logs, fight rule, symlinks, coalescing or
-// bound on passes, no promise or object per event. Like the agent, it knows its own renames by their
-// inotify cookie and does not read back what it wrote (an earlier version did, which doubled its reads
-// and plans and made Node look dearer than it is). The bench runs it like the agent, so that the
-// agent's CPU per file can be read against what Node and the addon cost on their own, same machine,
-// same run.
+// bound on passes, no promise per file and no object per event. Like the agent, it knows its own
+// renames by their inotify cookie and does not read back what it wrote (an earlier version did, which
+// doubled its reads and plans and made Node look dearer than it is). The bench runs it like the agent,
+// so that the agent's CPU per file can be read against what Node and the addon cost on their own, on
+// the same machine in the same run.
 import { openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { planPatch } from '../src/cni/conflist.js';
 import { isConfigName, isOwnTempName, tempNameFor } from '../src/cni/names.js';
 import { loadConfig, requirePlugin } from '../src/config.js';
 import { LANDING, type ReplaceJob } from '../src/fs/replace-batches.js';
-import { addon, IN } from '../src/watch/addon.js';
+import { addon, IN, InotifyColumns } from '../src/watch/addon.js';
 import { DIRECTORY_MASK } from '../src/watch/native.js';
 
 const config = loadConfig(process.env);
@@ -26,23 +26,27 @@ const poolThreads = Number(process.env.UV_THREADPOOL_SIZE) || 4;
 // carries one is our write landing.
 const ownCookies = new Set<number>();
 
-const watcher = new addon.InotifyWatcher(netDir, DIRECTORY_MASK, (events) => {
+// The events in the addon's columns (wd, mask and cookie three by three), read without an object each.
+const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
   const jobs: ReplaceJob[] = [];
   ownCookies.clear();
-  for (const event of events) {
-    if (event.mask & IN.IN_MOVED_FROM) {
-      if (isOwnTempName(event.name)) ownCookies.add(event.cookie);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
+    const mask = fields[3 * i + 1]!;
+    const cookie = fields[3 * i + 2]! >>> 0;
+    if (mask & IN.IN_MOVED_FROM) {
+      if (isOwnTempName(name)) ownCookies.add(cookie);
       continue;
     }
-    if (!(event.mask & (IN.IN_MOVED_TO | IN.IN_CLOSE_WRITE)) || !isConfigName(event.name, config.suffixes)) continue;
-    if (event.mask & IN.IN_MOVED_TO && ownCookies.has(event.cookie)) continue;
-    const read = addon.readEntryAt(dirfd, event.name, config.maxConfigBytes, true);
+    if (!(mask & (IN.IN_MOVED_TO | IN.IN_CLOSE_WRITE)) || !isConfigName(name, config.suffixes)) continue;
+    if (mask & IN.IN_MOVED_TO && ownCookies.has(cookie)) continue;
+    const read = addon.readEntryAt(dirfd, name, config.maxConfigBytes, true);
     if (read.kind !== 'file') continue;
     const content = read.bytes!.subarray(0, read.length);
     const plan = planPatch(content, plugin);
     if (plan.action !== 'write') continue;
     const xattrs = read.xattrs!.map(([key, value]): [string, Buffer, boolean] => [key, value, true]);
-    jobs.push([dirfd, tempNameFor(event.name), event.name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, LANDING.exchange, content]);
+    jobs.push([dirfd, tempNameFor(name), name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, LANDING.exchange, content]);
   }
   // One work item per pool thread, each working through its share (as fs/replace-batches.ts does).
   // A stale or swapped landing is left as it is: the bench's writer does not rewrite a file it wrote.

@@ -112,14 +112,20 @@ function load(): InotifyAddon {
   }
 }
 
-type EventColumns = (names: string[], fields: Int32Array, error?: NodeJS.ErrnoException) => void;
+/**
+ * A read of the inotify fd as the addon hands it over: in columns (native/inotify_watcher.cc says why),
+ * the names, and each event's wd, mask and cookie three by three in `fields`.
+ */
+export type EventColumns = (names: string[], fields: Int32Array, error?: NodeJS.ErrnoException) => void;
+
+export type InotifyColumnsWatcher = new (path: string, mask: number, onEvents: EventColumns) => InotifyWatcherHandle;
 
 /**
- * The addon hands events over in columns (native/inotify_watcher.cc says why); callers get one
- * object per event, built here in JavaScript, which is far cheaper than building it through N-API.
+ * Callers get one object per event, built here in JavaScript, which is far cheaper than building it
+ * through N-API. (The native backend reads the columns itself: it builds its own events from them.)
  */
 function withEventObjects(raw: InotifyAddon): InotifyAddon {
-  const Native = raw.InotifyWatcher as unknown as new (path: string, mask: number, onEvents: EventColumns) => InotifyWatcherHandle;
+  const Native = raw.InotifyWatcher as unknown as InotifyColumnsWatcher;
   function InotifyWatcher(path: string, mask: number, onEvents: (events: RawInotifyEvent[], error?: NodeJS.ErrnoException) => void): InotifyWatcherHandle {
     if (typeof onEvents !== 'function') throw new TypeError('onEvents must be a function');
     return new Native(path, mask, (names, fields, error) => {
@@ -131,5 +137,8 @@ function withEventObjects(raw: InotifyAddon): InotifyAddon {
   return { ...raw, InotifyWatcher: InotifyWatcher as unknown as InotifyAddon['InotifyWatcher'] };
 }
 
-export const addon: InotifyAddon = withEventObjects(load());
+const loaded = load();
+export const addon: InotifyAddon = withEventObjects(loaded);
 export const IN = addon.constants;
+/** The addon's watcher with its events in columns. */
+export const InotifyColumns = loaded.InotifyWatcher as unknown as InotifyColumnsWatcher;

@@ -1,5 +1,5 @@
 // The `native` backend: the addon's inotify instance, one fd for every watched directory.
-import { addon, IN, type InotifyWatcherHandle, type RawInotifyEvent } from './addon.js';
+import { IN, InotifyColumns, type InotifyWatcherHandle } from './addon.js';
 import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener } from './watcher.js';
 
 // IN_MODIFY is included so a writer that keeps a file open is still noticed (DESIGN §3.5).
@@ -31,7 +31,9 @@ export class NativeWatcher implements Watcher {
   readonly backend = 'native' as const;
   private handle: InotifyWatcherHandle | undefined;
   private readonly wdByDir = new Map<string, number>();
-  private readonly dirsByWd = new Map<number, Set<string>>();
+  // The paths of each watch descriptor (two paths of one inode, a bind mount say, share one). An array:
+  // it is read for every event and changes only when a watch does.
+  private readonly dirsByWd = new Map<number, string[]>();
   // A directory that went away produces IN_DELETE_SELF and then IN_IGNORED: report it once.
   private readonly goneWds = new Set<number>();
 
@@ -45,15 +47,15 @@ export class NativeWatcher implements Watcher {
     if (this.wdByDir.has(dir)) return;
     let wd: number;
     if (this.handle === undefined || this.handle.closed) {
-      this.handle = new addon.InotifyWatcher(dir, DIRECTORY_MASK, (events, error) => this.deliver(events, error));
+      this.handle = new InotifyColumns(dir, DIRECTORY_MASK, (names, fields, error) => this.deliver(names, fields, error));
       wd = this.handle.wd;
     } else {
       wd = this.handle.addWatch(dir, DIRECTORY_MASK);
     }
     this.goneWds.delete(wd);
     this.wdByDir.set(dir, wd);
-    const dirs = this.dirsByWd.get(wd) ?? new Set<string>();
-    dirs.add(dir);
+    const dirs = this.dirsByWd.get(wd) ?? [];
+    if (!dirs.includes(dir)) dirs.push(dir);
     this.dirsByWd.set(wd, dirs);
   }
 
@@ -65,10 +67,12 @@ export class NativeWatcher implements Watcher {
     const wd = this.wdByDir.get(dir);
     if (wd === undefined) return;
     this.wdByDir.delete(dir);
-    const dirs = this.dirsByWd.get(wd);
-    dirs?.delete(dir);
+    const dirs = this.dirsByWd.get(wd)?.filter((d) => d !== dir);
     // Two paths of one inode (a bind mount, say) share a watch descriptor: keep it while either is used.
-    if (dirs !== undefined && dirs.size > 0) return;
+    if (dirs !== undefined && dirs.length > 0) {
+      this.dirsByWd.set(wd, dirs);
+      return;
+    }
     this.dirsByWd.delete(wd);
     try {
       this.handle?.removeWatch(wd);
@@ -97,32 +101,35 @@ export class NativeWatcher implements Watcher {
     this.handle?.unref();
   }
 
-  private deliver(raw: RawInotifyEvent[], error?: NodeJS.ErrnoException): void {
+  // One WatchEvent per inotify event, built straight from the addon's columns: a storm file brings
+  // about ten events (the writer's and our own temp files), and an intermediate object for each was
+  // garbage in the hottest loop.
+  private deliver(names: string[], fields: Int32Array, error?: NodeJS.ErrnoException): void {
     const events: WatchEvent[] = [];
-    for (const ev of raw) this.translate(ev, events);
+    for (let i = 0; i < names.length; i++) this.translate(fields[3 * i]!, fields[3 * i + 1]! >>> 0, fields[3 * i + 2]! >>> 0, names[i]!, events);
     if (events.length > 0) this.onEvents(events);
     if (error !== undefined) this.onError(error);
   }
 
-  private translate(ev: RawInotifyEvent, out: WatchEvent[]): void {
-    const kind = kindOfMask(ev.mask);
+  private translate(wd: number, mask: number, cookie: number, name: string, out: WatchEvent[]): void {
+    const kind = kindOfMask(mask);
     if (kind === undefined) return;
     if (kind === 'overflow') {
       out.push({ kind, dir: '', name: '', cookie: 0, isDir: false });
       return;
     }
-    const dirs = this.dirsByWd.get(ev.wd);
+    const dirs = this.dirsByWd.get(wd);
     if (dirs === undefined) return; // a watch we removed ourselves: its IN_IGNORED is expected
     if (kind === 'dir-gone') {
-      if (ev.mask & IN.IN_IGNORED) {
+      if (mask & IN.IN_IGNORED) {
         // The kernel has dropped the watch: forget it so the wd can be reused safely.
-        this.dirsByWd.delete(ev.wd);
+        this.dirsByWd.delete(wd);
         for (const dir of dirs) this.wdByDir.delete(dir);
       }
-      if (this.goneWds.has(ev.wd)) return;
-      this.goneWds.add(ev.wd);
+      if (this.goneWds.has(wd)) return;
+      this.goneWds.add(wd);
     }
-    const isDir = (ev.mask & IN.IN_ISDIR) !== 0;
-    for (const dir of dirs) out.push({ kind, dir, name: ev.name, cookie: ev.cookie, isDir });
+    const isDir = (mask & IN.IN_ISDIR) !== 0;
+    for (let k = 0; k < dirs.length; k++) out.push({ kind, dir: dirs[k]!, name, cookie, isDir });
   }
 }
