@@ -273,8 +273,10 @@ export class Daemon {
       return;
     }
     if (this.reconciler.concerns(name) && !event.isDir) this.onConfigEvent(event);
-    // A symlink target that lives in net.d under a non-config name (05-cilium.conflist-current).
-    for (const link of this.reconciler.targets.linksTo(event.dir, name)) this.reconciler.trigger(link);
+    // A symlink target that lives in net.d under a non-config name (05-cilium.conflist-current). (An
+    // indexed loop: this runs for every event, and for-of made an iterator each time.)
+    const links = this.reconciler.targets.linksTo(event.dir, name);
+    for (let k = 0; k < links.length; k++) this.reconciler.trigger(links[k]!);
   }
 
   private onConfigEvent(event: WatchEvent): void {

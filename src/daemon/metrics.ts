@@ -14,7 +14,9 @@ export class Count {
 
 /** Monotonic counts by the value of one label. */
 export class CountBy {
-  readonly values = new Map<string, number>();
+  // A box per value, so that counting a value seen before is one lookup (every inotify event counts
+  // one, about ten per file in a storm).
+  private readonly counts = new Map<string, { value: number }>();
 
   constructor(readonly label: string) {}
 
@@ -23,7 +25,14 @@ export class CountBy {
   }
 
   add(value: string, by = 1): void {
-    this.values.set(value, (this.values.get(value) ?? 0) + by);
+    const count = this.counts.get(value);
+    if (count === undefined) this.counts.set(value, { value: by });
+    else count.value += by;
+  }
+
+  /** Each label value counted so far, with its count. */
+  *entries(): IterableIterator<[string, number]> {
+    for (const [value, count] of this.counts) yield [value, count.value];
   }
 }
 

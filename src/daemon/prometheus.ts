@@ -24,7 +24,7 @@ function counterBy(registry: Registry, name: string, help: string, counts: Count
     registers: [registry],
     collect() {
       this.reset();
-      for (const [value, n] of counts.values) this.inc({ [counts.label]: value }, n);
+      for (const [value, n] of counts.entries()) this.inc({ [counts.label]: value }, n);
     },
   });
 }

@@ -28,8 +28,15 @@ export class Readiness {
   private notFine = 0;
 
   set(name: string, status: ConfigStatus, detail?: string): void {
-    this.delete(name);
-    this.configs.set(name, { status, detail });
+    // Updated in place: every pass of a storm sets its config's status once.
+    const entry = this.configs.get(name);
+    if (entry === undefined) {
+      this.configs.set(name, { status, detail });
+    } else {
+      if (!FINE.has(entry.status)) this.notFine--;
+      entry.status = status;
+      entry.detail = detail;
+    }
     if (!FINE.has(status)) this.notFine++;
   }
 

@@ -43,11 +43,11 @@ export class Reconciler {
   readonly targets: SymlinkTargets;
   readonly fights = new FightDetector();
   private readonly queue: CoalescingQueue;
-  private readonly lastWritten = new Map<string, string>(); // file on disk → sha256 of what we wrote
-  private readonly lastProblem = new Map<string, string>(); // config name → the problem last logged
-  private readonly firstEvent = new Map<string, bigint>(); // config name → when its pending work began
+  private readonly lastWritten = new Map<string, string>(); // file on disk -> sha256 of what we wrote
+  private readonly lastProblem = new Map<string, string>(); // config name -> the problem last logged
+  private readonly firstEvent = new Map<string, bigint>(); // config name -> when its pending work began
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
-  private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf → sha256 of it
+  private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf -> sha256 of it
   private readonly spares: Spares;
   private readonly netDirHandle: SharedDir;
   private readonly inFlight = new BytesInFlight();
@@ -143,7 +143,8 @@ export class Reconciler {
       if (!this.deps.isActive()) return;
       const lease = this.netDirHandle.acquire();
       try {
-        await this.passIn(lease.dir, name);
+        const writing = this.passIn(lease.dir, name);
+        if (writing !== undefined) await writing;
       } finally {
         this.netDirHandle.release(lease);
       }
@@ -155,11 +156,12 @@ export class Reconciler {
     }
   }
 
-  private async passIn(netDir: Dir, name: string): Promise<void> {
+  /** The pass's synchronous part; what it returns, if anything, is the write under way. */
+  private passIn(netDir: Dir, name: string): Promise<void> | undefined {
     const { config, readiness } = this.deps;
     if (!isConfigName(name, config.suffixes)) {
       this.notOurs(netDir, name);
-      return;
+      return undefined;
     }
     // Read first: for a regular file (nearly every pass) that one call is all the I/O before planning.
     const read = readEntry(netDir, name, config.maxConfigBytes, true);
@@ -167,22 +169,25 @@ export class Reconciler {
       this.forget(name);
       // The runtime may now load another file: in primary scope that one needs a look.
       if (config.scope === 'primary') this.scan();
-      return;
+      return undefined;
     }
     if (read.kind === 'not-regular') {
       // Directories, FIFOs and devices are never configs: libcni skips them too.
       this.forget(name);
-      return;
+      return undefined;
     }
     if (config.scope === 'primary' && name !== this.primaryName(netDir)) {
       readiness.set(name, 'out-of-scope');
-      return;
+      return undefined;
     }
-    if (read.kind !== 'symlink') {
-      this.targets.remove(name);
-      await this.patch(netDir, name, { dir: netDir, name }, read);
-      return;
-    }
+    if (read.kind === 'symlink') return this.passLinked(netDir, name);
+    this.targets.remove(name);
+    return this.patch(netDir, name, { dir: netDir, name }, read);
+  }
+
+  /** A config that is a symlink: its target is patched where it lives, opened inside the root. */
+  private async passLinked(netDir: Dir, name: string): Promise<void> {
+    const { config } = this.deps;
     const linkText = netDir.readlink(name);
     const target = openLinkTarget(this.deps.root, config.netDir, name, this.targets, name);
     if (!target.ok) {
@@ -256,7 +261,7 @@ export class Reconciler {
       }
       // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
       const rewrittenAfterOurPatch = this.lastWritten.has(fileKey);
-      if (this.fightBackoff(name, fileKey)) return;
+      if (this.fightBackoff(name, fileKey, rewrittenAfterOurPatch)) return;
 
       const owner = { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
       const destName = conflistName(name);
@@ -350,11 +355,11 @@ export class Reconciler {
   }
 
   /**
-   * Counts a revert of our patch (once per write of ours); true when the file is in backoff and must
-   * not be written now.
+   * Counts a revert of our patch (once per write of ours; `weWroteIt`: we have written this file
+   * before); true when the file is in backoff and must not be written now.
    */
-  private fightBackoff(name: string, fileKey: string): boolean {
-    if (this.lastWritten.has(fileKey) || this.fights.isFighting(fileKey)) {
+  private fightBackoff(name: string, fileKey: string, weWroteIt: boolean): boolean {
+    if (weWroteIt || this.fights.isFighting(fileKey)) {
       const verdict = this.fights.reverted(fileKey);
       if (verdict.fightStarted) {
         this.deps.metrics.fights.inc();
