@@ -21,7 +21,8 @@ export class SettleTimers {
 
   cancel(key: string): void {
     const timer = this.timers.get(key);
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer === undefined) return; // most events: a renamed-in config never had a timer
+    clearTimeout(timer);
     this.timers.delete(key);
   }
 

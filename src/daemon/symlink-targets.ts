@@ -103,7 +103,8 @@ export class SymlinkTargets {
   }
 
   isTargetDir(dir: string): boolean {
-    return this.dirUse.has(dir);
+    // Asked for every event; with no symlinked config (the common case) there is nothing to look up.
+    return this.dirUse.size > 0 && this.dirUse.has(dir);
   }
 
   targetDirs(): string[] {
