@@ -12,11 +12,19 @@
 // Beyond 128 storms were no faster, and a start with 10,000 configs peaked higher.
 export const DEFAULT_PASS_CONCURRENCY = 128;
 
+/**
+ * Where a key stands: waiting for a slot, running, or running with one more pass owed after it (it
+ * was triggered during the pass). A key the queue does not hold has no pass pending.
+ */
+type KeyState = 'waiting' | 'running' | 'running-again';
+
 export class CoalescingQueue<K = string> {
-  private readonly active = new Set<K>(); // running or waiting for a slot
-  private readonly running = new Map<K, Promise<void>>();
-  private readonly waiting = new Set<K>();
-  private readonly again = new Set<K>();
+  // One state per key rather than a set per condition: a storm's pass touches this map twice or
+  // three times instead of seven set and map operations.
+  private readonly states = new Map<K, KeyState>();
+  private readonly waiting = new Set<K>(); // the waiting keys, in trigger order
+  private running = 0;
+  private drained: Array<() => void> = [];
 
   constructor(
     private readonly pass: (key: K) => Promise<void>,
@@ -26,38 +34,46 @@ export class CoalescingQueue<K = string> {
   ) {}
 
   trigger(key: K): void {
-    if (this.active.has(key)) {
-      // A waiting key's pass has not started: it will see this change anyway. (Not `running.has`: a
-      // pass that triggers its own key synchronously runs before its promise is recorded.)
-      if (!this.waiting.has(key)) this.again.add(key);
+    const state = this.states.get(key);
+    if (state === 'running') {
+      this.states.set(key, 'running-again');
       return;
     }
-    // Marked before the pass starts: a pass that triggers its own key synchronously must not start a
-    // second, concurrent pass.
-    this.active.add(key);
-    if (this.canStart()) this.start(key);
-    else this.waiting.add(key);
+    // Waiting: its pass has not started and will see this change anyway. Running-again: owed already.
+    if (state !== undefined) return;
+    if (this.canStart()) {
+      this.start(key);
+    } else {
+      this.states.set(key, 'waiting');
+      this.waiting.add(key);
+    }
   }
 
+  // The key is running before its pass starts: a pass that triggers its own key synchronously owes
+  // one more pass rather than starting a second, concurrent one.
   private start(key: K): void {
-    this.running.set(key, this.run(key));
+    this.states.set(key, 'running');
+    this.running++;
+    void this.run(key);
   }
 
   private async run(key: K): Promise<void> {
     for (;;) {
-      this.again.delete(key);
       try {
         await this.pass(key);
       } catch (error) {
         this.onError(key, error);
       }
-      // Checked and cleared in one synchronous step, so no trigger can fall between the two.
-      if (!this.again.has(key)) {
-        this.active.delete(key);
-        this.running.delete(key);
-        this.startWaiting();
-        return;
+      // Read and updated in one synchronous step, so no trigger can fall between the two.
+      if (this.states.get(key) === 'running-again') {
+        this.states.set(key, 'running');
+        continue;
       }
+      this.states.delete(key);
+      this.running--;
+      this.startWaiting();
+      if (this.states.size === 0) this.settle();
+      return;
     }
   }
 
@@ -71,16 +87,22 @@ export class CoalescingQueue<K = string> {
 
   // Alone, a pass always starts: room is a bound on company, never a reason to stall.
   private canStart(): boolean {
-    return this.running.size === 0 || (this.running.size < this.limit && this.hasRoom());
+    return this.running === 0 || (this.running < this.limit && this.hasRoom());
+  }
+
+  private settle(): void {
+    const drained = this.drained;
+    this.drained = [];
+    for (const resolve of drained) resolve();
   }
 
   /** Keys running or waiting. */
   get size(): number {
-    return this.active.size;
+    return this.states.size;
   }
 
   /** Resolves once no pass is running or waiting (including passes triggered meanwhile). */
   async drain(): Promise<void> {
-    while (this.running.size > 0) await Promise.all([...this.running.values()]);
+    while (this.states.size > 0) await new Promise<void>((resolve) => this.drained.push(resolve));
   }
 }

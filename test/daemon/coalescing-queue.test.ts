@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CoalescingQueue } from '../../src/daemon/coalescing-queue.js';
 
@@ -146,5 +147,74 @@ describe('CoalescingQueue concurrency bound', () => {
     release.get('c')!();
     await queue.drain();
     expect(queue.size).toBe(0);
+  });
+});
+
+describe('CoalescingQueue against a model', () => {
+  type Step = { op: 'trigger'; key: string } | { op: 'finish'; pick: number } | { op: 'room'; room: boolean };
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('trigger' as const), key: fc.constantFrom('a', 'b', 'c', 'd') }) },
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('finish' as const), pick: fc.nat(7) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('room' as const), room: fc.boolean() }) },
+  );
+  const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+  // Whatever the order of triggers, finishing passes and room: one pass per key at a time, never more
+  // than the limit at once, never more passes than triggers, and after the last trigger of a key a
+  // pass of it starts (no change goes unseen), until the queue is empty.
+  it('keeps its promises for any interleaving of triggers, finished passes and room', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(step, { maxLength: 40 }), async (limit, steps) => {
+        let room = true;
+        let clock = 0;
+        const running: Array<{ key: string; finish: () => void }> = [];
+        const lastTrigger = new Map<string, number>();
+        const lastStart = new Map<string, number>();
+        const triggers = new Map<string, number>();
+        const passes = new Map<string, number>();
+        const queue = new CoalescingQueue(
+          (key) =>
+            new Promise<void>((resolve) => {
+              expect(running.some((r) => r.key === key)).toBe(false);
+              lastStart.set(key, ++clock);
+              passes.set(key, (passes.get(key) ?? 0) + 1);
+              const entry = { key, finish: () => {} };
+              entry.finish = () => {
+                running.splice(running.indexOf(entry), 1);
+                resolve();
+              };
+              running.push(entry);
+              expect(running.length).toBeLessThanOrEqual(limit);
+            }),
+          () => {},
+          limit,
+          () => room,
+        );
+        const finishOne = async (pick: number) => {
+          running[pick % running.length]!.finish();
+          await settle();
+        };
+        for (const s of steps) {
+          if (s.op === 'trigger') {
+            lastTrigger.set(s.key, ++clock);
+            triggers.set(s.key, (triggers.get(s.key) ?? 0) + 1);
+            queue.trigger(s.key);
+          } else if (s.op === 'room') {
+            room = s.room;
+          } else if (running.length > 0) {
+            await finishOne(s.pick);
+          }
+        }
+        room = true;
+        while (running.length > 0) await finishOne(0);
+        await queue.drain();
+        expect(queue.size).toBe(0);
+        for (const [key, at] of lastTrigger) {
+          expect(lastStart.get(key)!).toBeGreaterThan(at);
+          expect(passes.get(key)!).toBeLessThanOrEqual(triggers.get(key)!);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
