@@ -126,6 +126,38 @@ describe('native backend specifics', () => {
     await watcher.close();
   });
 
+  // inotify_add_watch on a second path to the same directory returns the same watch descriptor: each
+  // event is reported once per path, and the watch stays until the last path is unwatched.
+  it('reports an event under every path of one directory, and keeps the watch until the last path goes', async () => {
+    const dir = tempDir();
+    const link = path.join(tempDir(), 'net.d-link');
+    symlinkSync(dir, link);
+    const inbox = new Inbox<WatchEvent>();
+    const watcher = new NativeWatcher((events) => inbox.push(...events));
+    watcher.watchSync(dir);
+    watcher.watchSync(link);
+    watcher.watchSync(link); // twice: still one path
+    writeFileSync(path.join(dir, 'a.conflist'), '{}');
+    await inbox.until((e) => e.name === 'a.conflist' && e.kind === 'write-closed' && e.dir === link, 'the write under the link');
+    expect(inbox.items.filter((e) => e.name === 'a.conflist' && e.kind === 'write-closed').map((e) => e.dir)).toEqual([dir, link]);
+
+    watcher.unwatchSync(link);
+    expect(watcher.isWatching(dir)).toBe(true);
+    writeFileSync(path.join(dir, 'b.conflist'), '{}');
+    writeFileSync(path.join(dir, 'marker'), '');
+    await inbox.until((e) => e.name === 'marker' && e.kind === 'write-closed', 'the marker');
+    expect(inbox.items.filter((e) => e.name === 'b.conflist' && e.kind === 'write-closed').map((e) => e.dir)).toEqual([dir]);
+
+    watcher.unwatchSync(dir);
+    writeFileSync(path.join(dir, 'c.conflist'), '{}');
+    const probe = tempDir();
+    watcher.watchSync(probe);
+    writeFileSync(path.join(probe, 'marker'), '');
+    await inbox.until((e) => e.dir === probe && e.name === 'marker', 'the marker in another directory');
+    expect(inbox.items.some((e) => e.name === 'c.conflist')).toBe(false);
+    await watcher.close();
+  });
+
   it('reports overflow when the kernel queue overflows', async () => {
     const dir = tempDir();
     const inbox = new Inbox<WatchEvent>();
