@@ -12,7 +12,7 @@ import path from 'node:path';
 import { planPatch } from '../src/cni/conflist.js';
 import { isConfigName, isOwnTempName, tempNameFor } from '../src/cni/names.js';
 import { loadConfig, requirePlugin } from '../src/config.js';
-import { LANDING, type ReplaceJob } from '../src/fs/replace-batches.js';
+import { LANDING, perPoolThread, type ReplaceJob } from '../src/fs/replace-batches.js';
 import { addon, IN, InotifyColumns } from '../src/watch/addon.js';
 import { DIRECTORY_MASK } from '../src/watch/native.js';
 
@@ -20,7 +20,6 @@ const config = loadConfig(process.env);
 const plugin = requirePlugin(config);
 const netDir = path.join(config.hostRoot, config.netDir);
 const dirfd = openSync(netDir, 'r');
-const poolThreads = Number(process.env.UV_THREADPOOL_SIZE) || 4;
 
 // Cookies of this read's renames away from our own temp names: the rename onto the config that
 // carries one is our write landing.
@@ -48,10 +47,9 @@ const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
     const xattrs = read.xattrs!.map(([key, value]): [string, Buffer, boolean] => [key, value, true]);
     jobs.push([dirfd, tempNameFor(name), name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, LANDING.exchange, content]);
   }
-  // One work item per pool thread, each working through its share (as fs/replace-batches.ts does).
+  // One work item per pool thread, each working through its share, as the agent's writes go.
   // A stale or swapped landing is left as it is: the bench's writer does not rewrite a file it wrote.
-  const perBatch = Math.ceil(jobs.length / Math.min(poolThreads, jobs.length || 1));
-  for (let at = 0; at < jobs.length; at += perBatch) addon.replaceEntriesAt(jobs.slice(at, at + perBatch)).catch(() => {});
+  for (const batch of perPoolThread(jobs)) addon.replaceEntriesAt(batch).catch(() => {});
 });
 void watcher;
 writeSync(1, '{"msg":"started"}\n');

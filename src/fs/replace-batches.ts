@@ -42,12 +42,19 @@ export function replaceEntry(job: ReplaceJob): Promise<Landing> {
   });
 }
 
+/** `items` split into one batch per pool thread (fewer when there are fewer items), in order. */
+export function perPoolThread<T>(items: readonly T[]): T[][] {
+  const batches: T[][] = [];
+  if (items.length === 0) return batches;
+  const perBatch = Math.ceil(items.length / Math.min(POOL_THREADS, items.length));
+  for (let at = 0; at < items.length; at += perBatch) batches.push(items.slice(at, at + perBatch));
+  return batches;
+}
+
 function flush(): void {
   const pending = queued;
   queued = [];
-  const perBatch = Math.ceil(pending.length / Math.min(POOL_THREADS, pending.length));
-  for (let at = 0; at < pending.length; at += perBatch) {
-    const batch = pending.slice(at, at + perBatch);
+  for (const batch of perPoolThread(pending)) {
     let results: Promise<Array<Landing | Error>>;
     try {
       results = addon.replaceEntriesAt(batch.map((p) => p.job));
