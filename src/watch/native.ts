@@ -54,8 +54,9 @@ export class NativeWatcher implements Watcher {
     }
     this.goneWds.delete(wd);
     this.wdByDir.set(dir, wd);
+    // Not among the descriptor's paths yet: every path listed there is in wdByDir too (checked above).
     const dirs = this.dirsByWd.get(wd) ?? [];
-    if (!dirs.includes(dir)) dirs.push(dir);
+    dirs.push(dir);
     this.dirsByWd.set(wd, dirs);
   }
 
