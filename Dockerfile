@@ -42,6 +42,8 @@ COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/build/Release/inotify.node ./build/Release/inotify.node
 COPY --from=build /src/dist/cni-chainer.mjs ./dist/cni-chainer.mjs
+# The Prometheus exposition, loaded at the first scrape of /metrics (scripts/bundle.mjs says why).
+COPY --from=build /src/dist/cni-chainer-prometheus.mjs ./dist/cni-chainer-prometheus.mjs
 COPY --from=plugin /opt/cni/bin/linkerd-cni /opt/cni/bin/linkerd-cni
 COPY --from=plugin /usr/lib/linkerd/linkerd-cni-repair-controller /usr/lib/linkerd/linkerd-cni-repair-controller
 # Runs as root: it writes root-owned files in the node's /etc/cni/net.d and /opt/cni/bin through

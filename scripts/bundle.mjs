@@ -1,7 +1,8 @@
 // Bundles the compiled CLI (dist/src/cli.js) and its libraries into one ES module,
 // dist/cni-chainer.mjs: one file to read and compile at start instead of a few hundred, which saves
 // ~11 MiB of RSS and start time (README, "Performance"). The addon (build/Release/inotify.node) and
-// @parcel/watcher (a native module, loaded only when WATCH_BACKEND=parcel) stay outside.
+// @parcel/watcher (a native module, loaded only when WATCH_BACKEND=parcel) stay outside, and so does
+// the Prometheus exposition, dist/cni-chainer-prometheus.mjs (see `prometheusApart`).
 import { build } from 'esbuild';
 import { readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
@@ -69,28 +70,68 @@ const withoutUnused = {
   },
 };
 
-await build({
-  entryPoints: ['dist/src/cli.js'],
-  outfile: 'dist/cni-chainer.mjs',
+// pino's tools.js loads worker_threads (and with it Node's worker and messaging internals: 2.3 ms of
+// start, measured with a bare require) for one value, isMainThread, which it reads only for an
+// asynchronous destination. The agent's destination is synchronous (log.ts) and runs on the main
+// thread, so the stand-in says what is true of it.
+const pinoMainThread = {
+  name: 'pino-main-thread',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?worker_threads$/ }, (args) => (args.importer.includes('/node_modules/pino/') ? { path: 'worker_threads', namespace: 'main-thread' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'main-thread' }, () => ({ contents: 'module.exports = { isMainThread: true };', loader: 'js' }));
+  },
+};
+
+// prom-client and what it brings (@opentelemetry/api, bintrees, tdigest) are a third of the bundle,
+// and the agent needs them only once /metrics is scraped (health-server.ts imports prometheus.ts
+// then). V8 pre-parses a whole script when it is loaded, so they live in a second file that is read
+// at the first scrape. prometheus.ts imports nothing of the agent's but types, so no module is in
+// both files.
+const PROMETHEUS_FILE = 'cni-chainer-prometheus.mjs';
+const prometheusApart = {
+  name: 'prometheus-apart',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/prometheus\.js$/ }, (args) => (args.importer.endsWith('/daemon/health-server.js') ? { path: `./${PROMETHEUS_FILE}`, external: true } : undefined));
+  },
+};
+
+const common = {
   bundle: true,
   platform: 'node',
   format: 'esm',
   target: 'node24',
-  external: ['@parcel/watcher'],
   // CommonJS libraries (pino, prom-client) call require() for Node's built-ins.
   banner: { js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
-  plugins: [sonicBoomAssert, builtinsViaRequire, withoutUnused],
   legalComments: 'none',
   logLevel: 'warning',
+};
+await build({
+  ...common,
+  entryPoints: ['dist/src/cli.js'],
+  outfile: 'dist/cni-chainer.mjs',
+  external: ['@parcel/watcher'],
+  plugins: [sonicBoomAssert, pinoMainThread, prometheusApart, builtinsViaRequire, withoutUnused],
 });
+await build({
+  ...common,
+  entryPoints: ['dist/src/daemon/prometheus.js'],
+  outfile: `dist/${PROMETHEUS_FILE}`,
+  plugins: [builtinsViaRequire, withoutUnused],
+});
+const mainBundle = readFileSync('dist/cni-chainer.mjs', 'latin1');
+if (!mainBundle.includes(`"./${PROMETHEUS_FILE}"`) || mainBundle.includes('node_modules/prom-client/')) {
+  throw new Error(`dist/cni-chainer.mjs must load prom-client from ./${PROMETHEUS_FILE}, not contain it`);
+}
 
 // V8 keeps a script's source for as long as the script lives (lazy compilation reads it again), and
 // keeps it one byte per character only if every character is ASCII: a single arrow in a comment made
 // it two bytes per character, 1 MB of heap for the whole life of the process instead of 0.5 MB. esbuild
 // escapes non-ASCII in strings and regular expressions (its default charset) but not in the comments
 // it keeps, so the build refuses any that reach the bundle.
-const bundle = readFileSync('dist/cni-chainer.mjs', 'latin1');
-const nonAscii = bundle.split('\n').flatMap((line, k) => (/[^\x00-\x7f]/.test(line) ? [`  line ${k + 1}: ${line.trim().slice(0, 100)}`] : []));
-if (nonAscii.length > 0) {
-  throw new Error(`dist/cni-chainer.mjs must be ASCII (V8 would keep its source as UTF-16); non-ASCII in comments kept by esbuild:\n${nonAscii.join('\n')}`);
+for (const file of ['cni-chainer.mjs', PROMETHEUS_FILE]) {
+  const bundle = readFileSync(`dist/${file}`, 'latin1');
+  const nonAscii = bundle.split('\n').flatMap((line, k) => (/[^\x00-\x7f]/.test(line) ? [`  line ${k + 1}: ${line.trim().slice(0, 100)}`] : []));
+  if (nonAscii.length > 0) {
+    throw new Error(`dist/${file} must be ASCII (V8 would keep its source as UTF-16); non-ASCII in comments kept by esbuild:\n${nonAscii.join('\n')}`);
+  }
 }

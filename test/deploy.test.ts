@@ -63,6 +63,11 @@ describe('Dockerfile', () => {
     expect(cmd).toEqual(['node', 'dist/cni-chainer.mjs', 'run']);
     const copied = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/)[2]);
     for (const needed of ['./package.json', './node_modules', './build/Release/inotify.node', './dist/cni-chainer.mjs']) expect(copied).toContain(needed);
+    // Files the bundle itself loads by a relative path (the Prometheus exposition, at the first scrape).
+    const bundled = readFileSync(path.join(repoRoot, 'dist', 'cni-chainer.mjs'), 'latin1');
+    const loaded = [...bundled.matchAll(/import\("(\.\/[^"]+)"\)/g)].map((m) => `./dist/${m[1]!.slice(2)}`);
+    expect(loaded).toContain('./dist/cni-chainer-prometheus.mjs');
+    for (const needed of loaded) expect(copied).toContain(needed);
     // The bundle needs no package but @parcel/watcher at run time: everything else is inside it.
     expect(Object.keys((JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { dependencies: object }).dependencies)).toEqual(['@parcel/watcher']);
     // The CMD itself, from the repository root (the image's /app has the same layout).
