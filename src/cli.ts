@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Entry point: argument parsing and exit codes. 0 ok, 1 failure (or `check`: not chained), 2 bad usage
 // or configuration.
-import './memory-flags.js';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
 import { addon } from './watch/addon.js';
 import type { HealthPort } from './daemon/health-port.js';
 import { createLogger } from './log.js';
+import { optimizeHeapForSize } from './memory-flags.js';
 import { VERSION } from './version.js';
 
 const USAGE = `Usage: cni-chainer [run | uninstall | check [--json]] [--help] [--version]
@@ -93,6 +93,7 @@ async function run(config: Config): Promise<number> {
   // first scan's writes are under way: the configs on the node wait for nothing, and readiness could
   // not be true before the scan anyway.
   const scanning = await daemon.firstScan;
+  await optimizeHeapForSize();
   if (scanning && config.healthPort !== 0 && stopping === undefined) {
     const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/health-server.js'), import('./daemon/health-port.js')]);
     const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics);
