@@ -96,7 +96,7 @@ async function run(config: Config): Promise<number> {
   await optimizeHeapForSize();
   if (scanning && config.healthPort !== 0 && stopping === undefined) {
     const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/health-server.js'), import('./daemon/health-port.js')]);
-    const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics);
+    const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics, log);
     const port = new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceMayHoldPort());
     health = port;
     daemon.onRoleChange = (role) => void (role === 'passive' ? port.release() : port.reclaim());

@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import type { Logger } from '../log.js';
 import type { Metrics } from './metrics.js';
 import type { ReadinessReport } from './readiness.js';
 
@@ -31,10 +32,21 @@ export class HealthServer {
   constructor(
     private readonly source: HealthSource,
     private readonly metrics: Metrics,
+    private readonly log: Logger,
+    /** Builds the Prometheus exposition at the first scrape (a parameter so that tests can fail it). */
+    private readonly loadRegistry: (metrics: Metrics) => Promise<Registry> = async (m) => (await import('./prometheus.js')).prometheusRegistry(m),
   ) {
     this.ticker = setInterval(() => this.tick(), TICK_MS);
     this.ticker.unref();
-    this.server = createServer((req, res) => void this.handle(req, res));
+    // A request that fails is answered 500 and logged: an unhandled rejection would end the process
+    // (Node's default), and with it the watch, over a scrape.
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        this.log.error({ url: req.url, err: (err as Error).message }, 'health server: request failed');
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`${(err as Error).message}\n`);
+      });
+    });
   }
 
   private tick(): void {
@@ -104,9 +116,13 @@ export class HealthServer {
       return;
     }
     if (url === '/metrics') {
-      // prom-client is loaded at the first scrape (metrics.ts says why).
-      this.registry ??= import('./prometheus.js').then(({ prometheusRegistry }) => prometheusRegistry(this.metrics));
-      const registry = await this.registry;
+      // prom-client is loaded at the first scrape (metrics.ts says why), from a file of its own
+      // (scripts/bundle.mjs); if that fails, the next scrape tries again.
+      this.registry ??= this.loadRegistry(this.metrics);
+      const registry = await this.registry.catch((err: unknown) => {
+        this.registry = undefined;
+        throw err;
+      });
       send(200, await registry.metrics(), registry.contentType);
       return;
     }

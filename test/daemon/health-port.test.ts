@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/wait.js';
 function setup(port: number, ownerMayHoldPort: () => boolean) {
   const lines: Array<{ msg: string }> = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
-  const server = new HealthServer({ alive: () => true, readiness: () => ({ ready: true, reasons: [] }) as never }, new Metrics('0.0.0', 'native'));
+  const server = new HealthServer({ alive: () => true, readiness: () => ({ ready: true, reasons: [] }) as never }, new Metrics('0.0.0', 'native'), log);
   return { health: new HealthPort(server, port, '127.0.0.1', log, ownerMayHoldPort), server, lines };
 }
 

@@ -160,9 +160,12 @@ export class NodeHost {
     return this.read(file).includes(`"${String(this.plugin.type)}"`);
   }
 
-  /** Starts the CLI; `prefix` runs it through a wrapper such as `prlimit --nofile=256`. */
-  start(extra: NodeJS.ProcessEnv = {}, args: string[] = ['run'], prefix: string[] = []): DaemonProcess {
-    const [command, ...rest] = [...prefix, process.execPath, cliFile, ...args];
+  /**
+   * Starts the CLI; `prefix` runs it through a wrapper such as `prlimit --nofile=256`; `cli` is the
+   * bundle to run (the repository's by default).
+   */
+  start(extra: NodeJS.ProcessEnv = {}, args: string[] = ['run'], prefix: string[] = [], cli = cliFile): DaemonProcess {
+    const [command, ...rest] = [...prefix, process.execPath, cli, ...args];
     const child = spawn(command!, rest, { env: this.env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
     return new DaemonProcess(child);
   }

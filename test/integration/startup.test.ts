@@ -1,14 +1,15 @@
 // `cni-chainer run` start-up, against real files and the real CLI.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { planUnpatch } from '../../src/cni/conflist.js';
-import { cliFile } from '../helpers/addon-path.js';
+import { cliFile, repoRoot } from '../helpers/addon-path.js';
 import { fixture, fixtureNames } from '../helpers/fixtures.js';
 import { NodeHost } from '../helpers/node-host.js';
 import { runProcess } from '../helpers/run-node.js';
+import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 describe('start-up', () => {
@@ -192,5 +193,35 @@ describe('health endpoints', () => {
     expect(metrics).toMatch(/^cni_chainer_build_info\{version="\d+\.\d+\.\d+",backend="native",node="v\d+/m);
     expect((await get('/nope')).status).toBe(404);
     await daemon.stop();
+  });
+
+  it('keeps running when the Prometheus exposition file is missing: /metrics answers 500 until it is there', async () => {
+    // An image built without dist/cni-chainer-prometheus.mjs (scripts/bundle.mjs): the scrape that
+    // loads it fails, and must not take the agent down with it.
+    const app = tempDir('cni-chainer-app-');
+    mkdirSync(path.join(app, 'dist'));
+    copyFileSync(cliFile, path.join(app, 'dist', 'cni-chainer.mjs'));
+    symlinkSync(path.join(repoRoot, 'build'), path.join(app, 'build'));
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const port = 20_000 + ((process.pid + 7) % 20_000);
+    const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], [], path.join(app, 'dist', 'cni-chainer.mjs'));
+    await daemon.waitLog('started');
+    const get = async (p: string) => {
+      const res = await fetch(`http://127.0.0.1:${port}${p}`);
+      return { status: res.status, body: await res.text() };
+    };
+    const failed = await get('/metrics');
+    expect(failed.status).toBe(500);
+    expect(failed.body).toContain('cni-chainer-prometheus.mjs');
+    await daemon.waitLog((l) => l.msg === 'health server: request failed' && l.url === '/metrics');
+    expect(await get('/healthz')).toEqual({ status: 200, body: 'ok\n' });
+    expect((await get('/readyz')).status).toBe(200);
+    expect(host.isChained('10-calico.conflist')).toBe(true);
+    copyFileSync(path.join(repoRoot, 'dist', 'cni-chainer-prometheus.mjs'), path.join(app, 'dist', 'cni-chainer-prometheus.mjs'));
+    const metrics = await get('/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toMatch(/^cni_chainer_patches_total 1$/m);
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 });
