@@ -40,6 +40,9 @@ export interface StopResult {
 
 // Temps younger than this may belong to another instance's write in progress (upgrade overlap).
 const SWEEP_MIN_AGE_MS = 10_000;
+// A scan that cannot list net.d (EMFILE, EACCES, EIO) is tried again this soon (DESIGN §3: EMFILE is
+// retried, never fatal), and its status stays on /readyz meanwhile.
+const SCAN_RETRY_MS = 2_000;
 
 export class Daemon {
   readonly root: HostRoot;
@@ -78,6 +81,9 @@ export class Daemon {
   private readonly patchedTargets = new Set<string>();
   private resyncTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private scanRetryTimer: NodeJS.Timeout | undefined;
+  /** Why the last scan could not list net.d; undefined once one could. */
+  private scanFailure: string | undefined;
   private lastReady = false; // "not ready" while starting goes without saying
 
   constructor(
@@ -188,6 +194,7 @@ export class Daemon {
     this.phase = 'stopping';
     clearInterval(this.resyncTimer);
     clearInterval(this.heartbeatTimer);
+    clearTimeout(this.scanRetryTimer);
     this.settle.clear();
     this.reconciler.stop();
     await this.netDir.close();
@@ -431,7 +438,28 @@ export class Daemon {
     if (this.phase !== 'active' && this.phase !== 'starting') return;
     if (this.netDir.state.kind !== 'armed') return;
     this.metrics.resyncs.inc({ reason });
-    this.reconciler.scan();
+    clearTimeout(this.scanRetryTimer);
+    this.scanRetryTimer = undefined;
+    try {
+      this.reconciler.scan();
+    } catch (err) {
+      // net.d is watched but cannot be listed: a named status and one log line per cause, never a
+      // crash (this runs from timers, where a throw would end the process), and soon another try.
+      const failure = `cannot list the config directory: ${errnoCode(err) ?? (err as Error).message}`;
+      if (failure !== this.scanFailure) this.log.error({ dir: this.config.netDir, code: errnoCode(err), err: (err as Error).message }, 'cannot list the config directory: trying again');
+      this.scanFailure = failure;
+      this.readiness.block('scan', failure);
+      this.updateReadiness();
+      this.scanRetryTimer = setTimeout(() => this.rescan('retry'), SCAN_RETRY_MS);
+      this.scanRetryTimer.unref();
+      return;
+    }
+    if (this.scanFailure !== undefined) {
+      this.scanFailure = undefined;
+      this.readiness.block('scan', undefined);
+      this.log.info({ dir: this.config.netDir }, 'the config directory can be listed again');
+      this.updateReadiness();
+    }
   }
 
   private sweep(minAgeMs: number): void {

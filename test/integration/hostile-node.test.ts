@@ -1,7 +1,7 @@
 // The hardened lifecycle (issue 7): a hostile or broken node, the real CLI, the real kernel. Each test
 // names the item of the issue it reproduces; each failed on version 0.1.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addon, IN, type RawInotifyEvent } from '../../src/watch/addon.js';
@@ -198,6 +198,35 @@ describe('readiness that never lies', () => {
     expect(code).toBe(1);
     expect(daemon.logs.items.some((l) => String(l.err).includes('fs.inotify.max_user_watches'))).toBe(true);
     expect(daemon.count('ready: every config is chained')).toBe(0);
+    expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
+  });
+
+  it('6. net.d that cannot be listed at a resync (EACCES): not ready with that reason, no crash, ready again once it can', async () => {
+    // Root passes any permission check while it holds CAP_DAC_OVERRIDE: without it (and without
+    // CAP_DAC_READ_SEARCH, which the deployment does not keep either), a mode-000 net.d is EACCES.
+    const asRoot = process.getuid?.() === 0;
+    const dropDac = asRoot ? ['setpriv', '--inh-caps=-dac_override,-dac_read_search', '--bounding-set=-dac_override,-dac_read_search'] : [];
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const port = await freePort();
+    const daemon = host.start({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '1' }, ['run'], dropDac);
+    await daemon.waitLog('started');
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    chmodSync(host.netDir, 0o000);
+    try {
+      await daemon.waitLog((l) => l.msg === 'cannot list the config directory: trying again' && l.code === 'EACCES', 10_000);
+      const r = await probe(port, '/readyz');
+      expect(r.status).toBe(503);
+      expect(r.body).toContain('cannot list the config directory: EACCES');
+      expect(daemon.child.exitCode).toBe(null);
+    } finally {
+      chmodSync(host.netDir, 0o755);
+    }
+    await daemon.waitLog('the config directory can be listed again', 10_000);
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready again');
+    // One error line for the cause, not one per retry.
+    expect(daemon.count('cannot list the config directory: trying again')).toBe(1);
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
     expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
   });
 
