@@ -10,6 +10,15 @@ import { freePort, NodeHost, probe } from '../helpers/node-host.js';
 import { waitFor } from '../helpers/wait.js';
 
 const canUnshare = spawnSync('unshare', ['-Ur', 'true']).status === 0;
+// A tmpfs of a few pages mounted over a test's net.d (root in the machine's own mount namespace, as
+// in CI and on this project's bench machine).
+const canMount = (() => {
+  const host = new NodeHost();
+  const ok = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', host.netDir]).status === 0;
+  if (ok) spawnSync('umount', [host.netDir]);
+  return ok;
+})();
+
 const canChattr = (() => {
   const host = new NodeHost();
   const ok = spawnSync('chattr', ['+i', host.netDir]).status === 0;
@@ -276,6 +285,35 @@ describe('readiness that never lies', () => {
     }
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained by the resync once writable');
     await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  });
+
+  it.skipIf(!canMount)('7. net.d on a full filesystem: the config untouched, no temp left, not ready naming ENOSPC; chained once there is room', async () => {
+    const host = new NodeHost();
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', host.netDir]).status).toBe(0);
+    try {
+      host.putFixture('10-flannel.conflist');
+      // Fill the rest: tmpfs counts whole pages, so the config keeps its one and nothing else fits.
+      const filler = host.net('.filler');
+      expect(spawnSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=4k', 'count=100']).status).not.toBe(0);
+      const port = await freePort();
+      const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '1' });
+      await daemon.waitLog((l) => l.file === '10-flannel.conflist' && l.code === 'ENOSPC');
+      const r = await probe(port, '/readyz');
+      expect(r.status).toBe(503);
+      expect(r.body).toContain('10-flannel.conflist: error (ENOSPC');
+      // A resync or two later: still the primary's bytes, and no temp file of ours left behind.
+      await daemon.waitLog((l) => l.msg === 'cannot write the owner file in the config directory' && l.code === 'ENOSPC');
+      expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
+      expect(temps(host.netDir)).toEqual([]);
+      expect(daemon.child.exitCode).toBe(null);
+      rmSync(filler);
+      await waitFor(() => host.isChained('10-flannel.conflist'), 'chained by the resync once there is room');
+      await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+      expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+      expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
+    } finally {
+      spawnSync('umount', ['-l', host.netDir]);
+    }
   });
 
   it('8. an ancestor of net.d replaced (mv /etc/cni /etc/cni.old; mkdir -p /etc/cni/net.d): re-armed at once', async () => {
