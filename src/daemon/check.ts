@@ -61,10 +61,18 @@ export function inspectNode(root: HostRoot, config: Pick<Config, 'netDir' | 'bin
   const binary = { path: path.posix.join(config.binDir, plugin.type), present: binaryPresent(root, config.binDir, plugin.type) };
   const configs = listNodeConfigs(root, config.netDir, config.suffixes);
   if (configs === undefined) return { netDir: config.netDir, netDirExists: false, binary, chained: false, configs: [] };
-  const loaded = libcniOrder(configs.filter((c) => c.file !== undefined).map((c) => c.name))[0];
+  // A name that is not UTF-8 may be the one libcni loads (it reads names as bytes): it counts, unread.
+  const loaded = libcniOrder(configs.filter((c) => c.file !== undefined || c.undecodable === true).map((c) => c.name))[0];
   const reports = configs
     .sort((a, b) => compareNames(a.name, b.name))
-    .map((c): ConfigReport => ({ name: c.name, loaded: c.name === loaded, symlink: c.symlink, ...stateOf(root, c.file, plugin, config.maxConfigBytes) }));
+    .map(
+      (c): ConfigReport => ({
+        name: c.name,
+        loaded: c.name === loaded,
+        symlink: c.symlink,
+        ...(c.undecodable === true ? { state: 'unresolved', detail: 'name is not valid UTF-8: cni-chainer cannot open it' } : stateOf(root, c.file, plugin, config.maxConfigBytes)),
+      }),
+    );
   const chained = binary.present && reports.some((r) => r.loaded && r.state === 'chained');
   return { netDir: config.netDir, netDirExists: true, loaded, binary, chained, configs: reports };
 }

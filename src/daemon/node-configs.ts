@@ -14,6 +14,8 @@ export interface NodeConfig {
   symlink?: { text: string; target?: string; error?: string };
   /** Whether libcni would consider this name at all. */
   libcni: boolean;
+  /** The entry's name is not UTF-8 (see Dir.hasUndecodable): the runtime may load it, we cannot open it. */
+  undecodable?: boolean;
 }
 
 /** Every config entry of net.d (directories, FIFOs and devices are no configs); undefined without net.d. */
@@ -30,6 +32,10 @@ export function listNodeConfigs(root: HostRoot, netDir: string, suffixes: readon
     for (const name of dir.list()) {
       if (!isConfigName(name, suffixes) && !(isLibcniName(name) && !name.startsWith('.'))) continue;
       const st = dir.lstat(name);
+      if (st === undefined && dir.hasUndecodable(name)) {
+        configs.push({ name, libcni: isLibcniName(name), undecodable: true });
+        continue;
+      }
       if (st === undefined || !(st.isFile() || st.isSymbolicLink())) continue;
       const config: NodeConfig = { name, libcni: isLibcniName(name) };
       if (st.isSymbolicLink()) {

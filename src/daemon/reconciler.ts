@@ -166,6 +166,11 @@ export class Reconciler {
     // Read first: for a regular file (nearly every pass) that one call is all the I/O before planning.
     const read = readEntry(netDir, name, config.maxConfigBytes, true);
     if (read.kind === 'missing') {
+      if (netDir.hasUndecodable(name)) {
+        // Readiness must not say chained while the runtime may load a file we cannot even open.
+        this.problem(name, 'error', 'its name is not valid UTF-8: cni-chainer cannot open it by name; rename it');
+        return undefined;
+      }
       this.forget(name);
       // The runtime may now load another file: in primary scope that one needs a look.
       if (config.scope === 'primary') this.scan();

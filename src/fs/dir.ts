@@ -2,6 +2,7 @@
 // once (by HostRoot, inside the host root) and every create, exchange, rename, unlink and symlink then
 // names an entry of *that* directory inode: a path component swapped for a symlink afterwards cannot
 // redirect the operation anywhere else (DESIGN §3 "Writing").
+import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
 import { addon, IN } from '../watch/addon.js';
 import { errnoCode } from './errno.js';
@@ -109,6 +110,17 @@ export class Dir {
 
   list(): string[] {
     return readdirSync(this.viaFd());
+  }
+
+  /**
+   * True when an entry of this directory is named by bytes that are not UTF-8 and decode to `name`.
+   * Names reach JavaScript decoded (readdir, inotify), each invalid sequence as U+FFFD, so such an
+   * entry cannot be opened by the name the agent has; libcni, which takes names as bytes, loads it
+   * all the same. Only a name with U+FFFD in it can be one.
+   */
+  hasUndecodable(name: string): boolean {
+    if (!name.includes('\uFFFD')) return false;
+    return readdirSync(this.viaFd(), { encoding: 'buffer' }).some((raw) => !isUtf8(raw) && raw.toString('utf8') === name);
   }
 
   close(): void {

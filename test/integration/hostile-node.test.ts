@@ -239,6 +239,38 @@ describe('readiness that never lies', () => {
     expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
   });
 
+  it('10. a config whose name is not UTF-8 (05-\\xff.conflist): not ready and check says NOT chained, since libcni loads it first', async () => {
+    // Names reach JavaScript decoded, \xff as U+FFFD, so the agent cannot open this file by the name it
+    // has; containerd's libcni reads names as bytes, sorts this one first and loads it, unchained.
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const raw = Buffer.concat([Buffer.from(`${host.netDir}/05-`), Buffer.from([0xff]), Buffer.from('.conflist')]);
+    const rawTemp = Buffer.concat([raw, Buffer.from('.tmp')]);
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    // Written as a primary does: a temp file renamed into place.
+    writeFileSync(rawTemp, fixture('10-flannel.conflist'));
+    renameSync(rawTemp, raw);
+    const r = await waitFor(async () => {
+      const got = await probe(port, '/readyz');
+      return got.status === 503 && got;
+    }, 'not ready once the file is there');
+    expect(r.body).toContain('05-\uFFFD.conflist: error (its name is not valid UTF-8');
+    const check = await host.cli(['check']);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('NOT chained: the runtime loads 05-\uFFFD.conflist');
+    expect(readFileSync(raw, 'utf8')).toBe(fixture('10-flannel.conflist'));
+    rmSync(raw);
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready once it is gone');
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+    // Found by the first scan as well.
+    writeFileSync(raw, fixture('10-flannel.conflist'));
+    const again = await host.started({ HEALTH_PORT: String(port) });
+    expect((await probe(port, '/readyz')).body).toContain('05-\uFFFD.conflist: error');
+    expect(await again.stop()).toEqual({ code: 0, signal: null });
+  });
+
   it('6. the parcel backend with net.d missing: not ready, watching the path, chained once net.d exists', async () => {
     const host = new NodeHost({ netDir: false });
     const port = await freePort();
