@@ -66,14 +66,24 @@ export class Daemon {
   private readonly ownership: Ownership;
   private readonly settle = new SettleTimers();
   private readonly ownRenames = new OwnRenames();
-  // Token rotation and binary checks come in bursts of events: one run at a time, coalesced.
+  // Token rotation and binary checks come in bursts of events: one run at a time, coalesced. The
+  // plugin cannot run without its binary, nor reach the API without its kubeconfig, so a chore that
+  // fails blocks readiness (as `check` says NOT chained without the binary) until one succeeds: the
+  // next event or resync tries again.
   private readonly chores = new CoalescingQueue(
-    (chore) => (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries()),
-    (chore, err) =>
-      this.log.error(
-        { code: errnoCode(err), err: (err as Error).message },
-        chore === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed',
-      ),
+    async (chore: 'kubeconfig' | 'binaries') => {
+      await (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries());
+      if (this.readiness.blocked(chore)) {
+        this.readiness.block(chore, undefined);
+        this.updateReadiness();
+      }
+    },
+    (chore, err) => {
+      const code = errnoCode(err) ?? (err as Error).message;
+      this.readiness.block(chore, chore === 'kubeconfig' ? `cannot write the kubeconfig: ${code}` : `cannot install the plugin binaries: ${code}`);
+      this.log.error({ code: errnoCode(err), err: (err as Error).message }, chore === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed');
+      this.updateReadiness();
+    },
   );
   private installed: string[] = [];
   private binDirOnDisk: string | undefined;

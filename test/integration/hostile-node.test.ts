@@ -271,6 +271,36 @@ describe('readiness that never lies', () => {
     expect(await again.stop()).toEqual({ code: 0, signal: null });
   });
 
+  it('12. the plugin binary or the kubeconfig that cannot be put back: not ready naming it, ready once it can', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '1' });
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    // A directory swapped in for each, in one step (RENAME_EXCHANGE): the agent sees it moved away,
+    // and putting the file back fails with EISDIR for as long as the directory is there.
+    const cases = [
+      { file: path.join(host.binDir, 'linkerd-cni'), reason: 'cannot install the plugin binaries: EISDIR' },
+      { file: host.net('ZZZ-linkerd-cni-kubeconfig'), reason: 'cannot write the kubeconfig: EISDIR' },
+    ];
+    for (const { file, reason } of cases) {
+      const aside = `${file}.aside`;
+      mkdirSync(aside);
+      addon.renameat2(IN.AT_FDCWD, aside, IN.AT_FDCWD, file, IN.RENAME_EXCHANGE);
+      const r = await waitFor(async () => {
+        const got = await probe(port, '/readyz');
+        return got.status === 503 && got;
+      }, `not ready: ${reason}`);
+      expect(r.body).toContain(reason);
+      if (file.endsWith('linkerd-cni')) expect((await host.cli(['check'])).code).toBe(1);
+      rmSync(file, { recursive: true });
+      rmSync(aside);
+      await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready once it is put back');
+      expect(existsSync(file) && !readdirSync(path.dirname(file)).includes(path.basename(aside))).toBe(true);
+    }
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+
   it('6. the parcel backend with net.d missing: not ready, watching the path, chained once net.d exists', async () => {
     const host = new NodeHost({ netDir: false });
     const port = await freePort();
