@@ -168,7 +168,8 @@ export class Reconciler {
     if (read.kind === 'missing') {
       if (netDir.hasUndecodable(name)) {
         // Readiness must not say chained while the runtime may load a file we cannot even open.
-        this.problem(name, 'error', 'its name is not valid UTF-8: cni-chainer cannot open it by name; rename it');
+        if (config.scope === 'primary' && name !== this.primaryName(netDir)) readiness.set(name, 'out-of-scope');
+        else this.problem(name, 'error', 'its name is not valid UTF-8: cni-chainer cannot open it by name; rename it');
         return undefined;
       }
       this.forget(name);
@@ -422,11 +423,12 @@ export class Reconciler {
   }
 
   private primaryName(netDir: Dir): string | undefined {
-    // Only regular files and symlinks count: libcni skips directories (and so must the scope).
+    // Only regular files and symlinks count: libcni skips directories (and so must the scope). A file
+    // whose name is not UTF-8 counts too: libcni loads it, though we cannot open it.
     const names = netDir.list().filter((n) => {
       if (!isConfigName(n, this.deps.config.suffixes)) return false;
       const st = netDir.lstat(n);
-      return st !== undefined && (st.isFile() || st.isSymbolicLink());
+      return st === undefined ? netDir.hasUndecodable(n) : st.isFile() || st.isSymbolicLink();
     });
     return libcniOrder(names)[0];
   }

@@ -271,6 +271,25 @@ describe('readiness that never lies', () => {
     expect(await again.stop()).toEqual({ code: 0, signal: null });
   });
 
+  it('10. CNI_PATCH_SCOPE=primary and a name that is not UTF-8: not ready when it is the primary, out of scope otherwise', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const named = (prefix: string) => Buffer.concat([Buffer.from(`${host.netDir}/${prefix}`), Buffer.from([0xff]), Buffer.from('.conflist')]);
+    writeFileSync(named('99-'), fixture('10-flannel.conflist'));
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port), CNI_PATCH_SCOPE: 'primary' });
+    await waitFor(() => host.isChained('10-calico.conflist'), 'the primary chained');
+    expect((await probe(port, '/readyz')).status).toBe(200);
+    writeFileSync(named('05-'), fixture('10-flannel.conflist'));
+    const r = await waitFor(async () => {
+      const got = await probe(port, '/readyz');
+      return got.status === 503 && got;
+    }, 'not ready once the primary is a file it cannot open');
+    expect(r.body).toContain('05-\uFFFD.conflist: error (its name is not valid UTF-8');
+    expect(r.body).not.toContain('99-');
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+
   it('12. the plugin binary or the kubeconfig that cannot be put back: not ready naming it, ready once it can', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
