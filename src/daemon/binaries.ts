@@ -58,6 +58,10 @@ async function sameBinary(source: string, sourceStat: Stats, dir: Dir, name: str
   try {
     const st = fstatSync(fd);
     if (!st.isFile() || st.size !== sourceStat.size) return false;
+    // A copy that lost its execute bits fails every pod as surely as a missing one (`check` counts it
+    // missing). A chmod brings no event we watch for (IN_ATTRIB would wake us for every touch in
+    // net.d), so the resync's check is what finds it.
+    if ((st.mode & 0o7777) !== (sourceStat.mode & 0o7777)) return false;
     if (st.mtimeMs === sourceStat.mtimeMs) return true;
     const sourceFd = openSync(source, constants.O_RDONLY);
     try {

@@ -1,7 +1,7 @@
 // The hardened lifecycle (issue 7): a hostile or broken node, the real CLI, the real kernel. Each test
 // names the item of the issue it reproduces; each failed on version 0.1.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addon, IN, type RawInotifyEvent } from '../../src/watch/addon.js';
@@ -287,6 +287,19 @@ describe('readiness that never lies', () => {
     }, 'not ready once the primary is a file it cannot open');
     expect(r.body).toContain('05-\uFFFD.conflist: error (its name is not valid UTF-8');
     expect(r.body).not.toContain('99-');
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+
+  it('12. a plugin binary that lost its execute bits is put back by the resync', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started({ RESYNC_INTERVAL_S: '1' });
+    const binary = path.join(host.binDir, 'linkerd-cni');
+    chmodSync(binary, 0o644);
+    expect((await host.cli(['check'])).code).toBe(1);
+    await daemon.waitLog((l) => l.msg === 'plugin binaries were missing or changed: reinstalled', 10_000);
+    expect(statSync(binary).mode & 0o777).toBe(0o755);
+    expect((await host.cli(['check'])).code).toBe(0);
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
