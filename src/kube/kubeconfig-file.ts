@@ -53,7 +53,9 @@ export class KubeconfigFile {
       // Bounded, non-blocking and no-follow: a FIFO or a link to /dev/zero at this name is replaced,
       // never read.
       const current = readEntry(dir, this.name, bytes.length);
-      if (current.kind === 'file' && current.bytes.equals(bytes)) return 'unchanged';
+      // Its mode too: the file holds the service-account token, and a chmod must not leave it
+      // readable by anyone on the host until the next token rotation.
+      if (current.kind === 'file' && current.bytes.equals(bytes) && (current.stat.mode & 0o7777) === this.config.kubeconfigMode) return 'unchanged';
       await writeFileAtomic(dir, this.name, bytes, { mode: this.config.kubeconfigMode });
       return 'written';
     });

@@ -303,6 +303,17 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
+  it('12. a kubeconfig made world-readable gets its mode back at the resync', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started({ RESYNC_INTERVAL_S: '1' });
+    const kubeconfig = host.net('ZZZ-linkerd-cni-kubeconfig');
+    expect(statSync(kubeconfig).mode & 0o777).toBe(0o600);
+    chmodSync(kubeconfig, 0o644);
+    await waitFor(() => (statSync(kubeconfig).mode & 0o777) === 0o600, 'mode 0600 again', 10_000);
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+
   it('12. the plugin binary or the kubeconfig that cannot be put back: not ready naming it, ready once it can', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
