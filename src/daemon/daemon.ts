@@ -92,8 +92,6 @@ export class Daemon {
   private resyncTimer: NodeJS.Timeout | undefined;
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private scanRetryTimer: NodeJS.Timeout | undefined;
-  /** Why the last scan could not list net.d; undefined once one could. */
-  private scanFailure: string | undefined;
   private lastReady = false; // "not ready" while starting goes without saying
 
   constructor(
@@ -456,16 +454,14 @@ export class Daemon {
       // net.d is watched but cannot be listed: a named status and one log line per cause, never a
       // crash (this runs from timers, where a throw would end the process), and soon another try.
       const failure = `cannot list the config directory: ${errnoCode(err) ?? (err as Error).message}`;
-      if (failure !== this.scanFailure) this.log.error({ dir: this.config.netDir, code: errnoCode(err), err: (err as Error).message }, 'cannot list the config directory: trying again');
-      this.scanFailure = failure;
+      if (failure !== this.readiness.blocker('scan')) this.log.error({ dir: this.config.netDir, code: errnoCode(err), err: (err as Error).message }, 'cannot list the config directory: trying again');
       this.readiness.block('scan', failure);
       this.updateReadiness();
       this.scanRetryTimer = setTimeout(() => this.rescan('retry'), SCAN_RETRY_MS);
       this.scanRetryTimer.unref();
       return;
     }
-    if (this.scanFailure !== undefined) {
-      this.scanFailure = undefined;
+    if (this.readiness.blocked('scan')) {
       this.readiness.block('scan', undefined);
       this.log.info({ dir: this.config.netDir }, 'the config directory can be listed again');
       this.updateReadiness();

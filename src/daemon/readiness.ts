@@ -74,6 +74,11 @@ export class Readiness {
     return this.blockers.has(key);
   }
 
+  /** The reason given for `key`, if it blocks. */
+  blocker(key: string): string | undefined {
+    return this.blockers.get(key);
+  }
+
   report(): ReadinessReport {
     const reasons = [...this.blockers.values()];
     for (const [name, { status, detail }] of [...this.configs].sort(([a], [b]) => (a < b ? -1 : 1))) {
