@@ -15,6 +15,7 @@ import { readEntry, type EntryRead } from '../fs/bounded-read.js';
 import { contentHashOfDigest, sha256 } from '../fs/content-hash.js';
 import { withDirSync, type Dir } from '../fs/dir.js';
 import { SharedDir } from '../fs/shared-dir.js';
+import { TurnMemo } from '../turn-memo.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import { BurstLog } from './burst-log.js';
 import { BytesInFlight } from './bytes-in-flight.js';
@@ -45,8 +46,8 @@ export class Reconciler {
   private readonly queue: CoalescingQueue;
   private readonly lastWritten = new Map<string, string>(); // file on disk -> sha256 of what we wrote
   private readonly lastProblem = new Map<string, string>(); // config name -> the problem last logged
-  /** CNI_PATCH_SCOPE=primary: the file the runtime loads, as listed in this event-loop turn. */
-  private primaryThisTurn: { disk: string; name: string | undefined } | undefined;
+  /** CNI_PATCH_SCOPE=primary: per net.d on disk, the file the runtime loads, as listed in this turn. */
+  private readonly primaryThisTurn = new TurnMemo<string, string | undefined>();
   private readonly firstEvent = new Map<string, bigint>(); // config name -> when its pending work began
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
   private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf -> sha256 of it
@@ -178,7 +179,7 @@ export class Reconciler {
       // The runtime may now load another file: in primary scope that one needs a look, against a
       // listing without the file that is gone.
       if (config.scope === 'primary') {
-        this.primaryThisTurn = undefined;
+        this.primaryThisTurn.forget(netDir.disk);
         this.scan();
       }
       return undefined;
@@ -433,17 +434,15 @@ export class Reconciler {
     // a listing (with an lstat per name) each time made it quadratic (measured: 3,000 configs held
     // the first scan for 19 s). The listing follows every event handled this turn; a change after it
     // brings its own event, handled in a later turn, and a file gone meanwhile drops it (passIn).
-    if (this.primaryThisTurn?.disk === netDir.disk) return this.primaryThisTurn.name;
-    // Only regular files and symlinks count: libcni skips directories (and so must the scope). A file
-    // whose name is not UTF-8 counts too: libcni loads it, though we cannot open it.
-    const names = netDir.list().filter((n) => {
-      if (!isConfigName(n, this.deps.config.suffixes)) return false;
-      const st = netDir.lstat(n);
-      return st === undefined ? netDir.hasUndecodable(n) : st.isFile() || st.isSymbolicLink();
+    return this.primaryThisTurn.get(netDir.disk, () => {
+      // Only regular files and symlinks count: libcni skips directories (and so must the scope). A
+      // file whose name is not UTF-8 counts too: libcni loads it, though we cannot open it.
+      const names = netDir.list().filter((n) => {
+        if (!isConfigName(n, this.deps.config.suffixes)) return false;
+        const st = netDir.lstat(n);
+        return st === undefined ? netDir.hasUndecodable(n) : st.isFile() || st.isSymbolicLink();
+      });
+      return libcniOrder(names)[0];
     });
-    const name = libcniOrder(names)[0];
-    if (this.primaryThisTurn === undefined) setImmediate(() => (this.primaryThisTurn = undefined));
-    this.primaryThisTurn = { disk: netDir.disk, name };
-    return name;
   }
 }

@@ -4,6 +4,7 @@
 // redirect the operation anywhere else (DESIGN §3 "Writing").
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
+import { TurnMemo } from '../turn-memo.js';
 import { addon, IN } from '../watch/addon.js';
 import { errnoCode } from './errno.js';
 
@@ -27,7 +28,7 @@ export function kernelHasOpenat2(): boolean {
 }
 
 /** Per directory (disk path), the names of its entries that are not UTF-8, as listed in this turn. */
-const undecodableThisTurn = new Map<string, Set<string>>();
+const undecodableThisTurn = new TurnMemo<string, ReadonlySet<string>>();
 
 export class Dir {
   private closed = false;
@@ -127,13 +128,11 @@ export class Dir {
     // Dir of it): a scan of thousands of such names would otherwise list the directory once per name
     // (measured: 5,000 of them held the first scan for 21 s). An entry created later brings its own
     // event, handled in a later turn, which lists again.
-    let names = undecodableThisTurn.get(this.disk);
-    if (names === undefined) {
-      names = new Set<string>();
-      for (const raw of readdirSync(this.viaFd(), { encoding: 'buffer' })) if (!isUtf8(raw)) names.add(raw.toString('utf8'));
-      if (undecodableThisTurn.size === 0) setImmediate(() => undecodableThisTurn.clear());
-      undecodableThisTurn.set(this.disk, names);
-    }
+    const names = undecodableThisTurn.get(this.disk, () => {
+      const found = new Set<string>();
+      for (const raw of readdirSync(this.viaFd(), { encoding: 'buffer' })) if (!isUtf8(raw)) found.add(raw.toString('utf8'));
+      return found;
+    });
     return names.has(name);
   }
 
