@@ -24,6 +24,8 @@ export interface KeeperDeps {
   onPassDone?: () => void;
   /** A symlink target (host path) was patched: the cleanup visits it even if the link moves on. */
   onTargetPatched?: (hostPath: string) => void;
+  /** The clock of the fight rule and of what is kept for a removed config, in ms (tests pass their own). */
+  now?: () => number;
 }
 
 

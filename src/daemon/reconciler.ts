@@ -21,7 +21,8 @@ import { BurstLog } from './burst-log.js';
 import { BytesInFlight } from './bytes-in-flight.js';
 import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { FightDetector } from './fight-detector.js';
+import { DEFAULT_FIGHT_POLICY, FightDetector } from './fight-detector.js';
+import { GonePaths } from './gone-paths.js';
 import type { ConfigStatus } from './readiness.js';
 import { Spares } from './spares.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
@@ -42,7 +43,7 @@ const TRANSIENT_RETRY_MS = 100;
 
 export class Reconciler {
   readonly targets: SymlinkTargets;
-  readonly fights = new FightDetector();
+  readonly fights: FightDetector;
   private readonly queue: CoalescingQueue;
   private readonly lastWritten = new Map<string, string>(); // file on disk -> sha256 of what we wrote
   private readonly lastProblem = new Map<string, string>(); // config name -> the problem last logged
@@ -50,7 +51,9 @@ export class Reconciler {
   private readonly primaryThisTurn = new TurnMemo<string, string | undefined>();
   private readonly firstEvent = new Map<string, bigint>(); // config name -> when its pending work began
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
-  private readonly upgraded = new Map<string, string>(); // conflist name we made from a .conf -> sha256 of it
+  private readonly upgraded = new Map<string, string>(); // conflist we made from a .conf, on disk -> sha256 of it
+  /** Configs gone from disk whose entries in the maps above are kept a while (gone-paths.ts). */
+  private readonly gone: GonePaths;
   private readonly spares: Spares;
   private readonly netDirHandle: SharedDir;
   private readonly inFlight = new BytesInFlight();
@@ -61,6 +64,9 @@ export class Reconciler {
     /** net.d on disk, as the watcher names it. */
     private netDirOnDisk: string,
   ) {
+    const now = deps.now ?? (() => performance.now());
+    this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, now);
+    this.gone = new GonePaths(this.fights.policy.calmMs, now);
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
     this.spares = new Spares(deps.root);
     this.netDirHandle = new SharedDir(() => deps.root.openDir(deps.config.netDir, this.netDirOnDisk));
@@ -131,11 +137,33 @@ export class Reconciler {
   }
 
   forget(name: string): void {
-    this.spares.drop(`${this.netDirOnDisk}/${name}`);
+    const fileKey = `${this.netDirOnDisk}/${name}`;
+    this.spares.drop(fileKey);
     this.deps.readiness.delete(name);
-    this.targets.remove(name);
+    this.noLongerLinked(name);
     this.lastProblem.delete(name);
     this.firstEvent.delete(name);
+    this.wentAway(fileKey);
+  }
+
+  /** `name` is no symlink (any more): the target it led to goes too, unless another link leads there. */
+  private noLongerLinked(name: string): void {
+    const orphan = this.targets.remove(name);
+    if (orphan !== undefined) this.wentAway(orphan);
+  }
+
+  /** True while the reconciler keeps what it wrote to `fileKey` (a path on disk). */
+  remembers(fileKey: string): boolean {
+    return this.lastWritten.has(fileKey);
+  }
+
+  /** `fileKey` is no config any more: what is kept for it goes once it has been gone for long. */
+  private wentAway(fileKey: string): void {
+    for (const expired of this.gone.went(fileKey)) {
+      this.lastWritten.delete(expired);
+      this.upgraded.delete(expired);
+      this.fights.forget(expired);
+    }
   }
 
   // A pass is a few async frames deep, not more: during a storm up to 128 are suspended at once
@@ -194,7 +222,7 @@ export class Reconciler {
       return undefined;
     }
     if (read.kind === 'symlink') return this.passLinked(netDir, name);
-    this.targets.remove(name);
+    this.noLongerLinked(name);
     return this.patch(netDir, name, { dir: netDir, name }, read);
   }
 
@@ -202,7 +230,10 @@ export class Reconciler {
   private async passLinked(netDir: Dir, name: string): Promise<void> {
     const { config } = this.deps;
     const linkText = netDir.readlink(name);
+    const before = this.targets.targetOf(name);
     const target = openLinkTarget(this.deps.root, config.netDir, name, this.targets, name);
+    // Retargeted: the old target is no config of ours any more, unless another link leads there.
+    if (before !== undefined && !this.targets.isTarget(before)) this.wentAway(before);
     if (!target.ok) {
       this.problem(name, target.status, target.detail);
       if (target.retrySoon) this.retryLater(name, TRANSIENT_RETRY_MS);
@@ -227,7 +258,7 @@ export class Reconciler {
       this.forget(name);
       return;
     }
-    this.targets.remove(name);
+    this.noLongerLinked(name);
     this.deps.readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${this.deps.config.suffixes.join(',')}) leaves it out`);
   }
 
@@ -253,6 +284,7 @@ export class Reconciler {
     // The content and its patched copy count against the bytes in flight until the write is done.
     const content = read.bytes;
     const fileKey = `${source.dir.disk}/${source.name}`;
+    this.gone.cameBack(fileKey);
     const held = 2 * content.length;
     this.inFlight.hold(held);
     try {
@@ -336,7 +368,7 @@ export class Reconciler {
     const existing = readEntry(netDir, destName, this.deps.config.maxConfigBytes);
     let expect: Buffer | undefined;
     if (existing.kind !== 'missing') {
-      const ours = existing.kind === 'file' && this.upgraded.get(destName) === sha256(existing.bytes);
+      const ours = existing.kind === 'file' && this.upgraded.get(path.join(netDir.disk, destName)) === sha256(existing.bytes);
       if (!ours) {
         this.problem(name, 'conflict', `${destName} exists too: not converting ${name} over it`);
         return;
@@ -350,8 +382,9 @@ export class Reconciler {
       return;
     }
     const written = sha256(text);
-    this.lastWritten.set(path.join(netDir.disk, destName), written);
-    this.upgraded.set(destName, written);
+    const destKey = path.join(netDir.disk, destName);
+    this.lastWritten.set(destKey, written);
+    this.upgraded.set(destKey, written);
     // The .conf is gone once converted: its re-creation is a revert, counted like any other.
     this.lastWritten.set(fileKey, 'converted');
     this.fights.wrote(fileKey);

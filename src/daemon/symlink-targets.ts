@@ -40,7 +40,7 @@ export function openLinkTarget(root: HostRoot, netDir: string, link: string, tar
 const NO_LINKS: readonly string[] = Object.freeze([]);
 
 export class SymlinkTargets {
-  private readonly targetOf = new Map<string, string>(); // link name -> target on disk
+  private readonly targets = new Map<string, string>(); // link name -> target on disk
   private readonly linksOf = new Map<string, Set<string>>(); // target on disk -> link names
   private readonly dirUse = new Map<string, number>(); // target dir -> links pointing into it
 
@@ -53,16 +53,16 @@ export class SymlinkTargets {
   /** net.d was re-resolved: targets in the new net.d need no watch of their own, others do. */
   setNetDir(netDirOnDisk: string): void {
     if (netDirOnDisk === this.netDirOnDisk) return;
-    const links = [...this.targetOf];
+    const links = [...this.targets];
     for (const [link] of links) this.remove(link);
     this.netDirOnDisk = netDirOnDisk;
     for (const [link, target] of links) this.set(link, target);
   }
 
   set(link: string, target: string): void {
-    if (this.targetOf.get(link) === target) return;
+    if (this.targets.get(link) === target) return;
     this.remove(link);
-    this.targetOf.set(link, target);
+    this.targets.set(link, target);
     const links = this.linksOf.get(target) ?? new Set<string>();
     links.add(link);
     this.linksOf.set(target, links);
@@ -73,22 +73,36 @@ export class SymlinkTargets {
     if (use === 1) this.onDirUse(dir, true);
   }
 
-  remove(link: string): void {
-    const target = this.targetOf.get(link);
-    if (target === undefined) return;
-    this.targetOf.delete(link);
+  /** Forgets where `link` led. Returns its target when no other link leads there any more. */
+  remove(link: string): string | undefined {
+    const target = this.targets.get(link);
+    if (target === undefined) return undefined;
+    this.targets.delete(link);
     const links = this.linksOf.get(target);
     links?.delete(link);
-    if (links?.size === 0) this.linksOf.delete(target);
+    const orphan = links === undefined || links.size === 0;
+    if (orphan) this.linksOf.delete(target);
     const dir = path.dirname(target);
-    if (dir === this.netDirOnDisk) return;
-    const use = (this.dirUse.get(dir) ?? 1) - 1;
-    if (use > 0) {
-      this.dirUse.set(dir, use);
-      return;
+    if (dir !== this.netDirOnDisk) {
+      const use = (this.dirUse.get(dir) ?? 1) - 1;
+      if (use > 0) {
+        this.dirUse.set(dir, use);
+      } else {
+        this.dirUse.delete(dir);
+        this.onDirUse(dir, false);
+      }
     }
-    this.dirUse.delete(dir);
-    this.onDirUse(dir, false);
+    return orphan ? target : undefined;
+  }
+
+  /** Where `link` leads (on disk), as last resolved. */
+  targetOf(link: string): string | undefined {
+    return this.targets.get(link);
+  }
+
+  /** True while some link leads to `target` (on disk). */
+  isTarget(target: string): boolean {
+    return this.linksOf.has(target);
   }
 
   /** Links whose target is the entry `name` of `dir`. */
@@ -99,7 +113,7 @@ export class SymlinkTargets {
 
   /** Links whose target lives in `dir`. */
   linksInto(dir: string): string[] {
-    return [...this.targetOf].filter(([, target]) => path.dirname(target) === dir).map(([link]) => link);
+    return [...this.targets].filter(([, target]) => path.dirname(target) === dir).map(([link]) => link);
   }
 
   isTargetDir(dir: string): boolean {

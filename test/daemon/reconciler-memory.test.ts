@@ -1,0 +1,164 @@
+// What the reconciler keeps per config path (the hash of its last write, the fight rule's state) must
+// outlive a removal long enough for the fight rule to see a delete-and-re-create, and no longer: a
+// node whose config names come and go must not grow the agent with every name it ever had. Driven
+// in-process with real files and a clock the test moves.
+import { mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, requirePlugin } from '../../src/config.js';
+import { DEFAULT_FIGHT_POLICY } from '../../src/daemon/fight-detector.js';
+import { Metrics } from '../../src/daemon/metrics.js';
+import { Readiness } from '../../src/daemon/readiness.js';
+import { Reconciler } from '../../src/daemon/reconciler.js';
+import { HostRoot } from '../../src/fs/host-root.js';
+import { createLogger } from '../../src/log.js';
+import { fixture, pluginText } from '../helpers/fixtures.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const CALM_MS = DEFAULT_FIGHT_POLICY.calmMs;
+const PRIMARY = fixture('10-calico.conflist');
+
+function node() {
+  const hostRoot = tempDir();
+  const netDir = path.join(hostRoot, 'etc/cni/net.d');
+  const targets = path.join(hostRoot, 'var/lib/cni-configs');
+  mkdirSync(netDir, { recursive: true });
+  mkdirSync(targets, { recursive: true });
+  const config = loadConfig({ CONTAINER_MOUNT_PREFIX: hostRoot, CNI_NETWORK_CONFIG: pluginText });
+  const readiness = new Readiness();
+  const clock = { now: 0 };
+  const reconciler = new Reconciler(
+    {
+      config,
+      plugin: requirePlugin(config),
+      root: new HostRoot(hostRoot),
+      log: createLogger('silent'),
+      metrics: new Metrics(),
+      readiness,
+      isActive: () => true,
+      onTargetDir: () => {},
+      now: () => clock.now,
+    },
+    netDir,
+  );
+  const pass = async (name: string) => {
+    reconciler.trigger(name);
+    await reconciler.drain();
+  };
+  return { netDir, targets, readiness, clock, reconciler, pass };
+}
+
+const chained = (file: string) => readFileSync(file, 'utf8').includes('"linkerd-cni"');
+
+describe('what the reconciler keeps for a removed config', () => {
+  it('counts a delete and re-create as a revert while the fight rule can use it, and drops it after', async () => {
+    const { netDir, readiness, clock, reconciler, pass } = node();
+    const x = path.join(netDir, '10-calico.conflist');
+    writeFileSync(x, PRIMARY);
+    await pass('10-calico.conflist');
+    expect(chained(x)).toBe(true);
+
+    // A primary that answers each of our writes by deleting the file and writing it anew, at once (the
+    // test's clock does not move): that is a fight, and the agent backs off.
+    for (let i = 0; i < DEFAULT_FIGHT_POLICY.threshold && readiness.statusOf('10-calico.conflist') !== 'backoff'; i++) {
+      unlinkSync(x);
+      await pass('10-calico.conflist');
+      expect(reconciler.remembers(x)).toBe(true);
+      writeFileSync(x, PRIMARY);
+      await pass('10-calico.conflist');
+    }
+    expect(readiness.statusOf('10-calico.conflist')).toBe('backoff');
+    reconciler.stop(); // the backoff's retry timer
+
+    // Gone for longer than the calm period: the next removal of any config drops what was kept for it.
+    unlinkSync(x);
+    await pass('10-calico.conflist');
+    clock.now += CALM_MS + 1;
+    const y = path.join(netDir, '20-other.conflist');
+    writeFileSync(y, PRIMARY);
+    await pass('20-other.conflist');
+    expect(reconciler.remembers(y)).toBe(true);
+    unlinkSync(y);
+    await pass('20-other.conflist');
+    expect(reconciler.remembers(x)).toBe(false);
+    expect(reconciler.remembers(y)).toBe(true); // just went
+
+    // A re-created file is then a new file: chained at once, no backoff.
+    writeFileSync(x, PRIMARY);
+    await pass('10-calico.conflist');
+    expect(chained(x)).toBe(true);
+    expect(readiness.statusOf('10-calico.conflist')).toBe('chained');
+  });
+
+  it('keeps it for as long as the file is there', async () => {
+    const { netDir, clock, reconciler, pass } = node();
+    const x = path.join(netDir, '10-calico.conflist');
+    writeFileSync(x, PRIMARY);
+    await pass('10-calico.conflist');
+    unlinkSync(x);
+    await pass('10-calico.conflist');
+    writeFileSync(x, PRIMARY); // back, unpatched: patched again, and no longer gone
+    await pass('10-calico.conflist');
+    clock.now += 10 * CALM_MS;
+    for (let i = 0; i < 3; i++) {
+      const other = path.join(netDir, `2${i}-other.conflist`);
+      writeFileSync(other, PRIMARY);
+      await pass(path.basename(other));
+      unlinkSync(other);
+      await pass(path.basename(other));
+      clock.now += CALM_MS + 1;
+    }
+    expect(reconciler.remembers(x)).toBe(true);
+  });
+
+  it('does not grow with config names that come and go', async () => {
+    const { netDir, clock, reconciler, pass } = node();
+    const names = Array.from({ length: 1000 }, (_, i) => `${String(i).padStart(4, '0')}-churn.conflist`);
+    for (const name of names) {
+      const file = path.join(netDir, name);
+      writeFileSync(`${file}.tmp`, PRIMARY);
+      renameSync(`${file}.tmp`, file);
+      await pass(name);
+      expect(chained(file)).toBe(true);
+      unlinkSync(file);
+      await pass(name);
+      clock.now += 1_000; // one new name a second
+    }
+    const kept = names.filter((name) => reconciler.remembers(path.join(netDir, name))).length;
+    // The names removed within the calm period (120 s at one a second), and nothing older.
+    expect(kept).toBe(CALM_MS / 1_000 + 1);
+    expect(names.slice(-kept).every((name) => reconciler.remembers(path.join(netDir, name)))).toBe(true);
+  });
+
+  it('lets go of a symlink target once no link leads there', async () => {
+    const { netDir, targets, clock, reconciler, pass } = node();
+    const first = path.join(targets, 'first.conflist');
+    const second = path.join(targets, 'second.conflist');
+    writeFileSync(first, PRIMARY);
+    writeFileSync(second, PRIMARY);
+    const link = path.join(netDir, '10-linked.conflist');
+    symlinkSync('/var/lib/cni-configs/first.conflist', link);
+    await pass('10-linked.conflist');
+    expect(chained(first)).toBe(true);
+    expect(reconciler.remembers(first)).toBe(true);
+
+    // Retargeted: the first target is no config any more.
+    unlinkSync(link);
+    symlinkSync('/var/lib/cni-configs/second.conflist', link);
+    await pass('10-linked.conflist');
+    expect(chained(second)).toBe(true);
+    clock.now += CALM_MS + 1;
+    // Removed: the second goes the same way.
+    unlinkSync(link);
+    await pass('10-linked.conflist');
+    expect(reconciler.remembers(first)).toBe(false);
+    expect(reconciler.remembers(second)).toBe(true);
+    clock.now += CALM_MS + 1;
+    const other = path.join(netDir, '20-other.conflist');
+    writeFileSync(other, PRIMARY);
+    await pass('20-other.conflist');
+    unlinkSync(other);
+    await pass('20-other.conflist');
+    expect(reconciler.remembers(second)).toBe(false);
+  });
+});
