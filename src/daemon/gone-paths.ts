@@ -7,8 +7,8 @@
 // re-created file is then just a new file. Kept for ever, that memory would grow with every config
 // name the node ever had (a primary that writes uniquely named files, a churn of test configs).
 //
-// Expiry is checked when another path goes, so it costs nothing on the hot path and needs no timer:
-// the paths still tracked are at most those that went within `keepMs` of the last one, plus one.
+// Expiry is checked when another path goes and at each resync, so it costs nothing on the hot path
+// and needs no timer of its own.
 
 export class GonePaths {
   // A Map iterates in insertion order, and a path that goes again is re-inserted: oldest first.
@@ -24,6 +24,15 @@ export class GonePaths {
     const now = this.now();
     this.since.delete(path);
     this.since.set(path, now);
+    return this.expired(now);
+  }
+
+  /** The paths gone for longer than `keepMs` (no longer tracked from now on). */
+  expire(): string[] {
+    return this.since.size === 0 ? [] : this.expired(this.now());
+  }
+
+  private expired(now: number): string[] {
     const expired: string[] = [];
     for (const [gone, at] of this.since) {
       if (now - at <= this.keepMs) break;

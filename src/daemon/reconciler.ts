@@ -115,6 +115,8 @@ export class Reconciler {
     }
     const present = new Set(names.filter((n) => this.concerns(n)));
     for (const known of this.deps.readiness.names()) if (!present.has(known)) this.forget(known);
+    // Also when nothing else went since: what is kept for a removed config goes within a resync.
+    this.dropMemoryOf(this.gone.expire());
     for (const name of present) this.trigger(name);
     return present.size;
   }
@@ -159,10 +161,14 @@ export class Reconciler {
 
   /** `fileKey` is no config any more: what is kept for it goes once it has been gone for long. */
   private wentAway(fileKey: string): void {
-    for (const expired of this.gone.went(fileKey)) {
-      this.lastWritten.delete(expired);
-      this.upgraded.delete(expired);
-      this.fights.forget(expired);
+    this.dropMemoryOf(this.gone.went(fileKey));
+  }
+
+  private dropMemoryOf(expired: string[]): void {
+    for (const fileKey of expired) {
+      this.lastWritten.delete(fileKey);
+      this.upgraded.delete(fileKey);
+      this.fights.forget(fileKey);
     }
   }
 

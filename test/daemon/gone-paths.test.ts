@@ -6,16 +6,17 @@ import { GonePaths } from '../../src/daemon/gone-paths.js';
 
 const KEEP_MS = 100;
 
-type Step = { kind: 'went' | 'back'; path: number } | { kind: 'tick'; ms: number };
+type Step = { kind: 'went' | 'back'; path: number } | { kind: 'tick'; ms: number } | { kind: 'expire' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('went' as const), path: fc.integer({ min: 0, max: 9 }) }),
   fc.record({ kind: fc.constant('back' as const), path: fc.integer({ min: 0, max: 9 }) }),
   fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 60 }) }),
+  fc.record({ kind: fc.constant('expire' as const) }),
 );
 
 describe('GonePaths', () => {
-  it('hands back exactly the paths gone for longer than the grace, oldest first, each once', () => {
+  it('hands back exactly the paths gone for longer than the grace, oldest first, each once (at a removal or when asked)', () => {
     fc.assert(
       fc.property(fc.array(step, { maxLength: 200 }), (steps) => {
         let now = 0;
@@ -26,6 +27,16 @@ describe('GonePaths', () => {
             now += s.ms;
             continue;
           }
+          const expiredInModel = () => {
+            const expected = [...model].filter(([, at]) => now - at > KEEP_MS).sort((a, b) => a[1] - b[1]).map(([p]) => p);
+            for (const p of expected) model.delete(p);
+            return expected;
+          };
+          if (s.kind === 'expire') {
+            expect(gone.expire()).toEqual(expiredInModel());
+            expect(gone.size).toBe(model.size);
+            continue;
+          }
           const path = `/net.d/${s.path}.conflist`;
           if (s.kind === 'back') {
             gone.cameBack(path);
@@ -34,9 +45,7 @@ describe('GonePaths', () => {
           }
           model.delete(path);
           model.set(path, now);
-          const expected = [...model].filter(([, at]) => now - at > KEEP_MS).sort((a, b) => a[1] - b[1]).map(([p]) => p);
-          for (const p of expected) model.delete(p);
-          expect(gone.went(path)).toEqual(expected);
+          expect(gone.went(path)).toEqual(expiredInModel());
           expect(gone.size).toBe(model.size);
           for (let i = 0; i < 10; i++) expect(gone.has(`/net.d/${i}.conflist`)).toBe(model.has(`/net.d/${i}.conflist`));
         }

@@ -90,6 +90,22 @@ describe('what the reconciler keeps for a removed config', () => {
     expect(readiness.statusOf('10-calico.conflist')).toBe('chained');
   });
 
+  it('drops it at the next resync when no other config goes', async () => {
+    const { netDir, clock, reconciler, pass } = node();
+    const x = path.join(netDir, '10-calico.conflist');
+    writeFileSync(x, PRIMARY);
+    await pass('10-calico.conflist');
+    unlinkSync(x);
+    await pass('10-calico.conflist');
+    reconciler.scan();
+    await reconciler.drain();
+    expect(reconciler.remembers(x)).toBe(true);
+    clock.now += CALM_MS + 1;
+    reconciler.scan();
+    await reconciler.drain();
+    expect(reconciler.remembers(x)).toBe(false);
+  });
+
   it('keeps it for as long as the file is there', async () => {
     const { netDir, clock, reconciler, pass } = node();
     const x = path.join(netDir, '10-calico.conflist');
