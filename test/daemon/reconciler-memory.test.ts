@@ -45,14 +45,24 @@ function node() {
     reconciler.trigger(name);
     await reconciler.drain();
   };
-  return { netDir, targets, readiness, clock, reconciler, pass };
+  /** Config `name` written unpatched, patched by a pass, then removed and forgotten by the next. */
+  const patchThenRemove = async (name: string) => {
+    const file = path.join(netDir, name);
+    writeFileSync(file, PRIMARY);
+    await pass(name);
+    expect(chained(file)).toBe(true);
+    unlinkSync(file);
+    await pass(name);
+    return file;
+  };
+  return { netDir, targets, readiness, clock, reconciler, pass, patchThenRemove };
 }
 
 const chained = (file: string) => readFileSync(file, 'utf8').includes('"linkerd-cni"');
 
 describe('what the reconciler keeps for a removed config', () => {
   it('counts a delete and re-create as a revert while the fight rule can use it, and drops it after', async () => {
-    const { netDir, readiness, clock, reconciler, pass } = node();
+    const { netDir, readiness, clock, reconciler, pass, patchThenRemove } = node();
     const x = path.join(netDir, '10-calico.conflist');
     writeFileSync(x, PRIMARY);
     await pass('10-calico.conflist');
@@ -74,12 +84,7 @@ describe('what the reconciler keeps for a removed config', () => {
     unlinkSync(x);
     await pass('10-calico.conflist');
     clock.now += CALM_MS + 1;
-    const y = path.join(netDir, '20-other.conflist');
-    writeFileSync(y, PRIMARY);
-    await pass('20-other.conflist');
-    expect(reconciler.remembers(y)).toBe(true);
-    unlinkSync(y);
-    await pass('20-other.conflist');
+    const y = await patchThenRemove('20-other.conflist');
     expect(reconciler.remembers(x)).toBe(false);
     expect(reconciler.remembers(y)).toBe(true); // just went
 
@@ -91,12 +96,8 @@ describe('what the reconciler keeps for a removed config', () => {
   });
 
   it('drops it at the next resync when no other config goes', async () => {
-    const { netDir, clock, reconciler, pass } = node();
-    const x = path.join(netDir, '10-calico.conflist');
-    writeFileSync(x, PRIMARY);
-    await pass('10-calico.conflist');
-    unlinkSync(x);
-    await pass('10-calico.conflist');
+    const { clock, reconciler, patchThenRemove } = node();
+    const x = await patchThenRemove('10-calico.conflist');
     reconciler.scan();
     await reconciler.drain();
     expect(reconciler.remembers(x)).toBe(true);
@@ -107,21 +108,13 @@ describe('what the reconciler keeps for a removed config', () => {
   });
 
   it('keeps it for as long as the file is there', async () => {
-    const { netDir, clock, reconciler, pass } = node();
-    const x = path.join(netDir, '10-calico.conflist');
-    writeFileSync(x, PRIMARY);
-    await pass('10-calico.conflist');
-    unlinkSync(x);
-    await pass('10-calico.conflist');
+    const { clock, reconciler, pass, patchThenRemove } = node();
+    const x = await patchThenRemove('10-calico.conflist');
     writeFileSync(x, PRIMARY); // back, unpatched: patched again, and no longer gone
     await pass('10-calico.conflist');
     clock.now += 10 * CALM_MS;
     for (let i = 0; i < 3; i++) {
-      const other = path.join(netDir, `2${i}-other.conflist`);
-      writeFileSync(other, PRIMARY);
-      await pass(path.basename(other));
-      unlinkSync(other);
-      await pass(path.basename(other));
+      await patchThenRemove(`2${i}-other.conflist`);
       clock.now += CALM_MS + 1;
     }
     expect(reconciler.remembers(x)).toBe(true);
@@ -147,7 +140,7 @@ describe('what the reconciler keeps for a removed config', () => {
   });
 
   it('lets go of a symlink target once no link leads there', async () => {
-    const { netDir, targets, clock, reconciler, pass } = node();
+    const { netDir, targets, clock, reconciler, pass, patchThenRemove } = node();
     const first = path.join(targets, 'first.conflist');
     const second = path.join(targets, 'second.conflist');
     writeFileSync(first, PRIMARY);
@@ -170,11 +163,7 @@ describe('what the reconciler keeps for a removed config', () => {
     expect(reconciler.remembers(first)).toBe(false);
     expect(reconciler.remembers(second)).toBe(true);
     clock.now += CALM_MS + 1;
-    const other = path.join(netDir, '20-other.conflist');
-    writeFileSync(other, PRIMARY);
-    await pass('20-other.conflist');
-    unlinkSync(other);
-    await pass('20-other.conflist');
+    await patchThenRemove('20-other.conflist');
     expect(reconciler.remembers(second)).toBe(false);
   });
 });
