@@ -67,7 +67,8 @@ export class Reconciler {
     const now = deps.now ?? (() => performance.now());
     this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, now);
     this.gone = new GonePaths(this.fights.policy.calmMs, now);
-    this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
+    // A symlink target no link leads to any more is no config of ours: it goes like a removed one.
+    this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir, (target) => this.wentAway(target));
     this.spares = new Spares(deps.root);
     this.netDirHandle = new SharedDir(() => deps.root.openDir(deps.config.netDir, this.netDirOnDisk));
     this.queue = new CoalescingQueue(
@@ -142,16 +143,10 @@ export class Reconciler {
     const fileKey = `${this.netDirOnDisk}/${name}`;
     this.spares.drop(fileKey);
     this.deps.readiness.delete(name);
-    this.noLongerLinked(name);
+    this.targets.remove(name);
     this.lastProblem.delete(name);
     this.firstEvent.delete(name);
     this.wentAway(fileKey);
-  }
-
-  /** `name` is no symlink (any more): the target it led to goes too, unless another link leads there. */
-  private noLongerLinked(name: string): void {
-    const orphan = this.targets.remove(name);
-    if (orphan !== undefined) this.wentAway(orphan);
   }
 
   /** True while the reconciler keeps what it wrote to `fileKey` (a path on disk). */
@@ -228,7 +223,7 @@ export class Reconciler {
       return undefined;
     }
     if (read.kind === 'symlink') return this.passLinked(netDir, name);
-    this.noLongerLinked(name);
+    this.targets.remove(name);
     return this.patch(netDir, name, { dir: netDir, name }, read);
   }
 
@@ -236,10 +231,7 @@ export class Reconciler {
   private async passLinked(netDir: Dir, name: string): Promise<void> {
     const { config } = this.deps;
     const linkText = netDir.readlink(name);
-    const before = this.targets.targetOf(name);
     const target = openLinkTarget(this.deps.root, config.netDir, name, this.targets, name);
-    // Retargeted: the old target is no config of ours any more, unless another link leads there.
-    if (before !== undefined && !this.targets.isTarget(before)) this.wentAway(before);
     if (!target.ok) {
       this.problem(name, target.status, target.detail);
       if (target.retrySoon) this.retryLater(name, TRANSIENT_RETRY_MS);
@@ -264,7 +256,7 @@ export class Reconciler {
       this.forget(name);
       return;
     }
-    this.noLongerLinked(name);
+    this.targets.remove(name);
     this.deps.readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${this.deps.config.suffixes.join(',')}) leaves it out`);
   }
 

@@ -40,7 +40,7 @@ export function openLinkTarget(root: HostRoot, netDir: string, link: string, tar
 const NO_LINKS: readonly string[] = Object.freeze([]);
 
 export class SymlinkTargets {
-  private readonly targets = new Map<string, string>(); // link name -> target on disk
+  private readonly targetOf = new Map<string, string>(); // link name -> target on disk
   private readonly linksOf = new Map<string, Set<string>>(); // target on disk -> link names
   private readonly dirUse = new Map<string, number>(); // target dir -> links pointing into it
 
@@ -48,21 +48,24 @@ export class SymlinkTargets {
     private netDirOnDisk: string,
     /** Called when a directory other than net.d starts (true) or stops (false) holding targets. */
     private readonly onDirUse: (dir: string, used: boolean) => void,
+    /** Called when no link leads to `target` (on disk) any more: removed, retargeted, or no link now. */
+    private readonly onTargetLeft: (target: string) => void = () => {},
   ) {}
 
   /** net.d was re-resolved: targets in the new net.d need no watch of their own, others do. */
   setNetDir(netDirOnDisk: string): void {
     if (netDirOnDisk === this.netDirOnDisk) return;
-    const links = [...this.targets];
-    for (const [link] of links) this.remove(link);
+    const links = [...this.targetOf];
+    // The same links are set again at once: no target is left.
+    for (const [link] of links) this.detach(link);
     this.netDirOnDisk = netDirOnDisk;
     for (const [link, target] of links) this.set(link, target);
   }
 
   set(link: string, target: string): void {
-    if (this.targets.get(link) === target) return;
+    if (this.targetOf.get(link) === target) return;
     this.remove(link);
-    this.targets.set(link, target);
+    this.targetOf.set(link, target);
     const links = this.linksOf.get(target) ?? new Set<string>();
     links.add(link);
     this.linksOf.set(target, links);
@@ -73,15 +76,20 @@ export class SymlinkTargets {
     if (use === 1) this.onDirUse(dir, true);
   }
 
+  remove(link: string): void {
+    const left = this.detach(link);
+    if (left !== undefined) this.onTargetLeft(left);
+  }
+
   /** Forgets where `link` led. Returns its target when no other link leads there any more. */
-  remove(link: string): string | undefined {
-    const target = this.targets.get(link);
+  private detach(link: string): string | undefined {
+    const target = this.targetOf.get(link);
     if (target === undefined) return undefined;
-    this.targets.delete(link);
+    this.targetOf.delete(link);
     const links = this.linksOf.get(target);
     links?.delete(link);
-    const orphan = links === undefined || links.size === 0;
-    if (orphan) this.linksOf.delete(target);
+    const left = links === undefined || links.size === 0;
+    if (left) this.linksOf.delete(target);
     const dir = path.dirname(target);
     if (dir !== this.netDirOnDisk) {
       const use = (this.dirUse.get(dir) ?? 1) - 1;
@@ -92,17 +100,7 @@ export class SymlinkTargets {
         this.onDirUse(dir, false);
       }
     }
-    return orphan ? target : undefined;
-  }
-
-  /** Where `link` leads (on disk), as last resolved. */
-  targetOf(link: string): string | undefined {
-    return this.targets.get(link);
-  }
-
-  /** True while some link leads to `target` (on disk). */
-  isTarget(target: string): boolean {
-    return this.linksOf.has(target);
+    return left ? target : undefined;
   }
 
   /** Links whose target is the entry `name` of `dir`. */
@@ -113,7 +111,7 @@ export class SymlinkTargets {
 
   /** Links whose target lives in `dir`. */
   linksInto(dir: string): string[] {
-    return [...this.targets].filter(([, target]) => path.dirname(target) === dir).map(([link]) => link);
+    return [...this.targetOf].filter(([, target]) => path.dirname(target) === dir).map(([link]) => link);
   }
 
   isTargetDir(dir: string): boolean {
