@@ -11,6 +11,7 @@
 #include "entry_io.h"
 #include "exit_now.h"
 #include "fs_at.h"
+#include "owner_lock.h"
 #include "random.h"
 
 namespace {
@@ -70,6 +71,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("replaceEntriesAt", Napi::Function::New(env, ReplaceEntriesAt, "replaceEntriesAt"));
   exports.Set("sha256", Napi::Function::New(env, Sha256, "sha256"));
   exports.Set("getrandom", Napi::Function::New(env, GetRandom, "getrandom"));
+  exports.Set("flock", Napi::Function::New(env, Flock, "flock"));
+  exports.Set("flockWait", Napi::Function::New(env, FlockWait, "flockWait"));
   exports.Set("exitNow", Napi::Function::New(env, ExitNow, "exitNow"));
   exports.Set("constants", Constants(env));
   return exports;

@@ -143,7 +143,8 @@ async function uninstall(config: Config): Promise<number> {
   const root = new HostRoot(config.hostRoot);
   if (config.mode === 'owned') {
     const { removeOwnedConfig } = await import('./daemon/daemon.js');
-    if (removeOwnedConfig(root, config)) log.info({ file: config.ownedConfigName }, 'removed the owned config');
+    const removed = removeOwnedConfig(root, config, plugin.type);
+    if (removed.length > 0) log.info({ files: removed }, 'removed the owned config');
   }
   const { unpatched, failed } = await unpatchNode(root, config.netDir, config.suffixes, plugin.type, config.maxConfigBytes, log);
   if (failed.length > 0) {

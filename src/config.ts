@@ -1,6 +1,6 @@
 // The environment contract (DESIGN §1), validated with zod. Every problem is reported at once, one
 // line each naming the variable; the CLI exits 2 on any of them.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 // zod/mini rather than zod's classic API: the same validator, tree-shaken to what is used. Bundled,
 // the classic API costs ~13 MiB of RSS at start (measured: 15.3 vs 2.6 MiB over a bare node).
@@ -11,9 +11,7 @@ import { compareNames, isConfigName, isLibcniName, isTempName, parseTempName } f
 // The owner file's name (daemon/ownership.ts), repeated here so that validating the environment loads
 // no daemon code.
 const OWNER_FILE = '.cni-chainer.owner';
-// The owned config's default name (daemon/owned-config.ts): after Multus' config, before every primary
-// named 05-... or later.
-export const DEFAULT_OWNED_CONFIG_NAME = '01-linkerd-cni.conflist';
+// Multus' config: an owned config named by the operator must sort after it.
 const MULTUS_CONFIG = '00-multus.conf';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
@@ -27,8 +25,39 @@ const withDefault = <T extends z.ZodMiniType>(schema: T, fallback: string) =>
     schema,
   );
 
-const fileName = (message: string) => z.string().check(z.regex(/^[^/\0]+$/, message));
-const absolutePath = z.string().check(z.refine((p) => path.isAbsolute(p), 'expected an absolute path'));
+// A control character in a name or path would forge log and report lines, and no CNI writes one.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const noControl = z.refine<string>((s) => !CONTROL.test(s), 'must not contain control characters');
+const fileName = (message: string) => z.string().check(z.regex(/^[^/\0]+$/, message), noControl);
+const absolutePath = z.string().check(z.refine((p) => path.isAbsolute(p), 'expected an absolute path'), noControl);
+
+/** An IPv4 address in dotted-quad form. */
+function isIPv4(s: string): boolean {
+  const parts = s.split('.');
+  return parts.length === 4 && parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p) && Number(p) <= 255);
+}
+
+/** An IPv6 address (the WHATWG URL parser validates it: no module to load at start). */
+function isIPv6(s: string): boolean {
+  if (!s.includes(':') || /[[\]/%]/.test(s)) return false;
+  try {
+    new URL(`http://[${s}]/`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens, 253 bytes at most.
+const HOST_NAME = /^(?=.{1,253}\.?$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?$/;
+// (A name of digits and dots only must be an IPv4 address: no top-level domain is all-numeric.)
+const hostOrAddress = z.string().check(z.refine((h) => isIPv4(h) || isIPv6(h) || (HOST_NAME.test(h) && !/^[\d.]+$/.test(h)), 'expected a host name or an IP address'));
+const address = z.string().check(z.refine((h) => isIPv4(h) || isIPv6(h), 'expected an IP address such as :: (any, dual-stack), 0.0.0.0 or 127.0.0.1'));
+
+// One config read is held twice (read and patched) while its write runs: 16 MiB keeps that well
+// inside the DaemonSet's memory limit (deploy/base/daemonset.yaml) on top of the agent's own.
+export const MAX_CONFIG_BYTES_CAP = 16 << 20;
 const integer = (min: number, max: number) =>
   z
     .pipe(z.string().check(z.regex(/^\d+$/, `expected a whole number from ${min} to ${max}`)), z.transform(Number))
@@ -53,13 +82,15 @@ const envSchema = z.object({
     'ZZZ-linkerd-cni-kubeconfig',
   ),
   KUBECONFIG_MODE: withDefault(
-    z.pipe(
-      z.string().check(z.regex(/^0?[0-7]{3}$/, 'expected an octal file mode such as 600')),
-      z.transform((s) => parseInt(s, 8)),
-    ),
+    z
+      .pipe(
+        z.string().check(z.regex(/^0?[0-7]{3}$/, 'expected an octal file mode such as 600')),
+        z.transform((s) => parseInt(s, 8)),
+      )
+      .check(z.refine((mode) => (mode & 0o077) === 0, 'must give group and others no access: the kubeconfig holds the service-account token (expected 600 or 400)')),
     '600',
   ),
-  KUBERNETES_SERVICE_HOST: optional(z.string()),
+  KUBERNETES_SERVICE_HOST: optional(hostOrAddress),
   KUBERNETES_SERVICE_PORT: optional(integer(1, 65535)),
   KUBERNETES_SERVICE_PROTOCOL: withDefault(z.enum(['https', 'http'], { message: 'expected https or http' }), 'https'),
   SERVICEACCOUNT_PATH: withDefault(absolutePath, '/var/run/secrets/kubernetes.io/serviceaccount'),
@@ -76,15 +107,16 @@ const envSchema = z.object({
   ),
   LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { message: `expected one of ${LOG_LEVELS.join(', ')}` }), 'info'),
   HEALTH_PORT: withDefault(integer(0, 65535), '9190'),
+  HEALTH_BIND: withDefault(address, '::'),
   RESYNC_INTERVAL_S: withDefault(integer(0, 86_400), '60'),
   WATCH_BACKEND: withDefault(z.enum(['native', 'parcel'], { message: 'expected native or parcel' }), 'native'),
   CNI_PATCH_SCOPE: withDefault(z.enum(['all', 'primary'], { message: 'expected all or primary' }), 'all'),
-  MAX_CONFIG_BYTES: withDefault(integer(1024, 1 << 30), String(1 << 20)),
+  MAX_CONFIG_BYTES: withDefault(integer(1024, MAX_CONFIG_BYTES_CAP), String(1 << 20)),
   // Below the manifest's terminationGracePeriodSeconds (30): kubelet's SIGKILL must never cut a cleanup.
   SHUTDOWN_TIMEOUT_S: withDefault(integer(1, 3600), '25'),
   LOG_FORMAT: withDefault(z.enum(['json', 'text'], { message: 'expected json or text' }), 'json'),
   CNI_PATCH_MODE: withDefault(z.enum(['in-place', 'owned'], { message: 'expected in-place or owned' }), 'in-place'),
-  CNI_OWNED_CONFIG_NAME: withDefault(fileName('expected a file name without "/"'), DEFAULT_OWNED_CONFIG_NAME),
+  CNI_OWNED_CONFIG_NAME: optional(fileName('expected a file name without "/"')),
 });
 
 /** Every variable the daemon reads; deploy/daemonset.yaml may set no other. */
@@ -116,8 +148,11 @@ export interface Config {
   shutdownTimeoutMs: number;
   logFormat: 'json' | 'text';
   mode: 'in-place' | 'owned';
-  /** The agent's own config file in owned mode. */
-  ownedConfigName: string;
+  /**
+   * The agent's own config file in owned mode, when the operator names it; by default it is derived
+   * from the primary's name (cni/names.ts ownedNameFor), so that it sorts right before the primary.
+   */
+  ownedConfigName: string | undefined;
   /** The health server's address: `::` is dual-stack (IPv4 too), for IPv4, IPv6 and dual-stack clusters. */
   healthHost: string;
 }
@@ -132,13 +167,14 @@ export class ConfigError extends Error {
 function loadPlugin(env: Env, problems: string[]): ChainedPlugin | undefined {
   let variable = 'CNI_NETWORK_CONFIG';
   let text = env.CNI_NETWORK_CONFIG;
-  // The file wins when it exists (linkerd mounts it from a ConfigMap).
-  if (env.CNI_NETWORK_CONFIG_FILE !== undefined && existsSync(env.CNI_NETWORK_CONFIG_FILE)) {
+  // The file wins (linkerd mounts it from a ConfigMap). Set but unreadable is an error, never a silent
+  // fall-back to the variable: that would chain a config the operator did not mean.
+  if (env.CNI_NETWORK_CONFIG_FILE !== undefined) {
     variable = 'CNI_NETWORK_CONFIG_FILE';
     try {
       text = readFileSync(env.CNI_NETWORK_CONFIG_FILE, 'utf8');
     } catch (err) {
-      problems.push(`${variable}: cannot read ${env.CNI_NETWORK_CONFIG_FILE}: ${(err as Error).message}`);
+      problems.push(`${variable}: cannot read ${env.CNI_NETWORK_CONFIG_FILE}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       return undefined;
     }
   }
@@ -176,9 +212,10 @@ function harmfulValues(env: Env): string[] {
     }
   }
   const owned = env.CNI_OWNED_CONFIG_NAME;
-  if (!owned.endsWith('.conflist') || owned.startsWith('.') || isTempName(owned)) {
+  // Unset, the name is derived from the primary's at run time.
+  if (owned !== undefined && (!owned.endsWith('.conflist') || owned.startsWith('.') || isTempName(owned))) {
     problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} must be a visible name ending in .conflist (the runtime loads it as a conflist)`);
-  } else if (compareNames(owned, MULTUS_CONFIG) <= 0) {
+  } else if (owned !== undefined && compareNames(owned, MULTUS_CONFIG) <= 0) {
     problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} must sort after ${MULTUS_CONFIG} (Multus takes the first other config as its default network)`);
   }
   if (owned === kubeconfig) problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} is also KUBECONFIG_FILE_NAME`);
@@ -227,7 +264,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv): Config {
     maxConfigBytes: env.MAX_CONFIG_BYTES,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_S * 1000,
     logFormat: env.LOG_FORMAT,
-    healthHost: '::',
+    healthHost: env.HEALTH_BIND,
     mode: env.CNI_PATCH_MODE,
     ownedConfigName: env.CNI_OWNED_CONFIG_NAME,
   };
@@ -236,7 +273,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv): Config {
 /** The plugin is required by every command that edits or checks configs. */
 export function requirePlugin(config: Config): ChainedPlugin {
   if (config.plugin === undefined) {
-    throw new ConfigError(['CNI_NETWORK_CONFIG: required (or CNI_NETWORK_CONFIG_FILE naming an existing file)']);
+    throw new ConfigError(['CNI_NETWORK_CONFIG: required (or CNI_NETWORK_CONFIG_FILE naming a readable file)']);
   }
   return config.plugin;
 }

@@ -58,11 +58,20 @@ describe('loadConfig', () => {
     expect(JSON.parse(plugin.text).k).toBe('/etc/cni/net.d/a"b\\c');
   });
 
-  it('prefers CNI_NETWORK_CONFIG_FILE when the file exists', () => {
+  it('prefers CNI_NETWORK_CONFIG_FILE, and refuses one that is set but unreadable (never falls back)', () => {
     const file = path.join(tempDir(), 'plugin.json');
     writeFileSync(file, '{"type":"from-file"}');
     expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: file }).plugin?.type).toBe('from-file');
-    expect(loadConfig({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: `${file}.missing` }).plugin?.type).toBe('from-env');
+    expect(problems({ CNI_NETWORK_CONFIG: '{"type":"from-env"}', CNI_NETWORK_CONFIG_FILE: `${file}.missing` })).toEqual([`CNI_NETWORK_CONFIG_FILE: cannot read ${file}.missing: ENOENT`]);
+    expect(problems({ CNI_NETWORK_CONFIG_FILE: path.dirname(file) })).toEqual([`CNI_NETWORK_CONFIG_FILE: cannot read ${path.dirname(file)}: EISDIR`]);
+  });
+
+  it('takes host names and IPv4 and IPv6 addresses for the API server and the health server', () => {
+    for (const host of ['10.96.0.1', 'fd00::1', '::1', 'kubernetes.default.svc', 'api-1.example.com.', 'localhost']) {
+      expect(loadConfig({ KUBERNETES_SERVICE_HOST: host }).kubernetes.host).toBe(host);
+    }
+    expect(loadConfig({}).healthHost).toBe('::');
+    for (const bind of ['0.0.0.0', '127.0.0.1', '::1', 'fd00::10']) expect(loadConfig({ HEALTH_BIND: bind }).healthHost).toBe(bind);
   });
 
   it('treats empty variables as unset', () => {
@@ -70,9 +79,9 @@ describe('loadConfig', () => {
   });
 
   it('parses suffixes case-insensitively and octal modes', () => {
-    expect(loadConfig({ CNI_CONF_SUFFIXES: '.conflist, .CONF,.conflist-current', KUBECONFIG_MODE: '0640' })).toMatchObject({
+    expect(loadConfig({ CNI_CONF_SUFFIXES: '.conflist, .CONF,.conflist-current', KUBECONFIG_MODE: '0400' })).toMatchObject({
       suffixes: ['.conflist', '.conf', '.conflist-current'],
-      kubeconfigMode: 0o640,
+      kubeconfigMode: 0o400,
     });
   });
 
@@ -107,6 +116,26 @@ describe('loadConfig', () => {
     ['CNI_OWNED_CONFIG_NAME', 'linkerd.conf', 'ending in .conflist'],
     ['CNI_OWNED_CONFIG_NAME', '00-a.conflist', 'sort after 00-multus.conf'],
     ['CNI_NETWORK_CONFIG', '{"name":"x"}', '"type"'],
+    // The kubeconfig holds the service-account token: nobody but its owner may read it.
+    ['KUBECONFIG_MODE', '644', 'no access'],
+    ['KUBECONFIG_MODE', '666', 'no access'],
+    ['KUBECONFIG_MODE', '777', 'no access'],
+    ['KUBECONFIG_MODE', '640', 'no access'],
+    ['KUBECONFIG_MODE', '602', 'no access'],
+    // One read must fit the pod's memory limit.
+    ['MAX_CONFIG_BYTES', String(1 << 30), 'whole number from 1024 to 16777216'],
+    ['MAX_CONFIG_BYTES', String((16 << 20) + 1), 'whole number'],
+    // Control characters would forge log and report lines.
+    ['KUBECONFIG_FILE_NAME', 'kube\nconfig', 'control characters'],
+    ['CNI_OWNED_CONFIG_NAME', '10-a\u0007.conflist', 'control characters'],
+    ['DEST_CNI_NET_DIR', '/etc/cni/net.d\r', 'control characters'],
+    ['KUBERNETES_SERVICE_HOST', 'a b', 'host name or an IP address'],
+    ['KUBERNETES_SERVICE_HOST', 'host:443', 'host name or an IP address'],
+    ['KUBERNETES_SERVICE_HOST', '[fd00::1]', 'host name or an IP address'],
+    ['KUBERNETES_SERVICE_HOST', '256.1.1.1', 'host name or an IP address'],
+    ['KUBERNETES_SERVICE_HOST', '-bad.example', 'host name or an IP address'],
+    ['HEALTH_BIND', 'localhost', 'IP address'],
+    ['HEALTH_BIND', '10.0.0.256', 'IP address'],
   ])('rejects %s=%s naming the variable', (name, value, expected) => {
     const found = problems({ [name]: value });
     expect(found).toHaveLength(1);
@@ -123,7 +152,7 @@ describe('loadConfig', () => {
 
   it('knows every variable of DESIGN §1', () => {
     expect(ENV_NAMES).toEqual(
-      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT', 'CNI_PATCH_MODE', 'CNI_OWNED_CONFIG_NAME']),
+      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT', 'CNI_PATCH_MODE', 'CNI_OWNED_CONFIG_NAME', 'HEALTH_BIND']),
     );
   });
 });

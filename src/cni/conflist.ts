@@ -7,6 +7,7 @@
 // `{cniVersion, name, plugins: [<the original bytes>, ours]}`.
 import { decodeString, JsonSyntaxError, lastMember, scanJson, type JsonNode } from './json-spans.js';
 import { sameJsonText } from './json.js';
+import { metaDelegation, type Delegation } from './meta-plugin.js';
 
 export const DEFAULT_NETWORK_NAME = 'k8s-pod-network';
 
@@ -75,6 +76,17 @@ export interface ScannedConfig {
   plugins?: JsonNode;
   /** The `type` of each element of `plugins` (undefined where it has none). */
   types: Array<string | undefined>;
+  /** Set for a meta-plugin config (Multus): what it delegates to (meta-plugin.ts). */
+  meta?: Delegation;
+}
+
+// The keys that make a meta-plugin, looked for in the raw bytes before any member lookup: nearly every
+// config has none of them, and a storm then pays one memchr-speed search instead of member lookups.
+const META_HINTS = ['multus', 'clusterNetwork', 'delegates'];
+
+function metaOf(bytes: Buffer, root: JsonNode, plugins: JsonNode | undefined): Delegation | undefined {
+  if (!META_HINTS.some((hint) => bytes.includes(hint))) return undefined;
+  return metaDelegation(bytes, root, plugins);
 }
 
 function typeOf(bytes: Buffer, node: JsonNode): string | undefined {
@@ -89,9 +101,15 @@ export function scanConfig(bytes: Buffer): ScannedConfig {
   const plugins = lastMember(bytes, root, 'plugins');
   if (plugins !== undefined) {
     if (plugins.kind !== 'array') throw new ConfigParseError('"plugins" is not an array');
-    return { bytes, shape: 'conflist', root, plugins, types: plugins.items!.map((item) => typeOf(bytes, item)) };
+    const scanned: ScannedConfig = { bytes, shape: 'conflist', root, plugins, types: plugins.items!.map((item) => typeOf(bytes, item)) };
+    const meta = metaOf(bytes, root, plugins);
+    if (meta !== undefined) scanned.meta = meta;
+    return scanned;
   }
-  if (typeOf(bytes, root) !== undefined) return { bytes, shape: 'single', root, types: [] };
+  if (typeOf(bytes, root) !== undefined) {
+    const meta = metaOf(bytes, root, undefined);
+    return meta === undefined ? { bytes, shape: 'single', root, types: [] } : { bytes, shape: 'single', root, types: [], meta };
+  }
   throw new ConfigParseError('neither a "plugins" list nor a plugin "type"');
 }
 
@@ -204,7 +222,11 @@ function indicesOfType(config: ScannedConfig, type: string): Set<number> {
 export type PatchPlan =
   | { action: 'none' } // already chained exactly: write nothing
   | { action: 'write'; bytes: Buffer; upgraded: boolean } // upgraded: was a single-plugin config
-  | { action: 'invalid'; reason: string };
+  | { action: 'invalid'; reason: string }
+  // A meta-plugin config that delegates by path or by name: never written; its delegate is chained.
+  | { action: 'delegates'; delegation: Exclude<Delegation, { kind: 'embedded' }> }
+  // Valid, but cannot be chained without breaking what reads it.
+  | { action: 'refuse'; reason: string };
 
 function tryScan(bytes: Buffer): ScannedConfig | { invalid: string } {
   try {
@@ -219,6 +241,7 @@ function tryScan(bytes: Buffer): ScannedConfig | { invalid: string } {
 export function planPatch(bytes: Buffer, plugin: ChainedPlugin): PatchPlan {
   const config = tryScan(bytes);
   if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
+  if (config.meta !== undefined) return planMeta(config, config.meta, plugin);
   if (config.shape === 'single') return { action: 'write', bytes: upgradeSingle(config, plugin), upgraded: true };
   if (chainState(config, plugin) === 'chained') return { action: 'none' };
   const ours = indicesOfType(config, plugin.type);
@@ -230,15 +253,47 @@ export function planPatch(bytes: Buffer, plugin: ChainedPlugin): PatchPlan {
   return { action: 'write', bytes: appendPlugin(base.bytes, base.plugins!, plugin), upgraded: false };
 }
 
+/** The bytes with `span` replaced by `inner`. */
+function spliceSpan(bytes: Buffer, span: { start: number; end: number }, inner: Buffer): Buffer {
+  return Buffer.concat([bytes.subarray(0, span.start), inner, bytes.subarray(span.end)]);
+}
+
+/**
+ * A meta-plugin config: never chained itself. An embedded first delegate gets the plugin spliced into
+ * its own `plugins`, byte-exact; a delegate named by path or name is chained where it lives.
+ */
+function planMeta(config: ScannedConfig, meta: Delegation, plugin: ChainedPlugin): PatchPlan {
+  if (meta.kind !== 'embedded') return { action: 'delegates', delegation: meta };
+  const inner = planPatch(config.bytes.subarray(meta.start, meta.end), plugin);
+  switch (inner.action) {
+    case 'none':
+    case 'invalid':
+      return inner;
+    case 'write':
+      if (inner.upgraded) {
+        return { action: 'refuse', reason: 'the first of its delegates is a single-plugin config: chaining it would change its shape, which Multus could not give back as it was' };
+      }
+      return { action: 'write', bytes: spliceSpan(config.bytes, meta, inner.bytes), upgraded: false };
+    default:
+      return { action: 'refuse', reason: 'the first of its delegates is itself a meta-plugin' };
+  }
+}
+
 export type UnpatchPlan = { action: 'none' } | { action: 'write'; bytes: Buffer } | { action: 'invalid'; reason: string };
 
 /** What to do with a config's bytes so that no plugin of `type` is left in it. Never throws. */
 export function planUnpatch(bytes: Buffer, type: string): UnpatchPlan {
   const config = tryScan(bytes);
   if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
-  const ours = indicesOfType(config, type);
-  if (config.shape === 'single' || ours.size === 0) return { action: 'none' };
-  return { action: 'write', bytes: spliceOut(config.bytes, config.plugins!.items!, ours) };
+  let base = config;
+  if (config.meta?.kind === 'embedded') {
+    // The plugin spliced into Multus' embedded delegate comes out the same way.
+    const inner = planUnpatch(bytes.subarray(config.meta.start, config.meta.end), type);
+    if (inner.action === 'write') base = scanConfig(spliceSpan(bytes, config.meta, inner.bytes));
+  }
+  const ours = indicesOfType(base, type);
+  if (base.shape === 'single' || ours.size === 0) return base === config ? { action: 'none' } : { action: 'write', bytes: base.bytes };
+  return { action: 'write', bytes: spliceOut(base.bytes, base.plugins!.items!, ours) };
 }
 
 /** True when any element of `plugins` has the given type. */

@@ -40,6 +40,24 @@ export function conflistName(name: string): string {
   return name;
 }
 
+/**
+ * The name of owned mode's copy of `primary` (DESIGN §1 CNI_OWNED_CONFIG_NAME): the primary's stem,
+ * then `-<plugin type>.conflist`. Byte-wise, '-' (0x2d) sorts before '.' (0x2e), so the copy sorts
+ * right before the primary it follows, whatever the primary is called (`01-kube-ovn.conflist`,
+ * `00-aaa.conflist`), and after every config that sorts before the primary (a meta-plugin's), unless
+ * that config's name starts with the primary's stem and '-' or '.' (the caller checks).
+ */
+export function ownedNameFor(primary: string, pluginType: string): string {
+  const ext = path.extname(primary);
+  return `${primary.slice(0, primary.length - ext.length)}-${pluginType}.conflist`;
+}
+
+/** True for a name ownedNameFor() makes for some primary (earlier versions' `01-linkerd-cni.conflist` too). */
+export function isOwnedCopyName(name: string, pluginType: string): boolean {
+  const suffix = `-${pluginType}.conflist`;
+  return name.endsWith(suffix) && name.length > suffix.length && !name.startsWith('.');
+}
+
 // Which process made a temp file: during a DaemonSet upgrade two agents (both possibly PID 1 in their
 // containers) write into net.d at once, and each must tell its own renames from the other's.
 const PROCESS_TOKEN = addon.getrandom(6).toString('hex');
@@ -82,7 +100,7 @@ function prefixOf(name: string): string {
  * A temporary name beside `name`: hidden and ending in .tmp, so it never counts as a config. It carries
  * the target's name hash and, for a replacement, the hash of the content it expects to displace:
  * after a crash inside an exchange, the sweep at start tells a displaced newer write from a stale
- * temp by that hash (see fs/stranded-temps.ts).
+ * temp by that hash (see daemon/temp-sweep.ts).
  */
 export function tempNameFor(name: string, expectHash = 'new'): string {
   tempCounter = (tempCounter + 1) % 1_000_000;

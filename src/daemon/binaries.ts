@@ -102,16 +102,5 @@ export async function installBinaries(sourceDir: string, root: HostRoot, binDir:
 }
 
 export async function removeBinaries(root: HostRoot, binDir: string, names: readonly string[]): Promise<string[]> {
-  return withDir(root.openDir(binDir), (dir) => {
-    const removed: string[] = [];
-    for (const name of names) {
-      try {
-        dir.unlink(name);
-        removed.push(name);
-      } catch (err) {
-        if (errnoCode(err) !== 'ENOENT') throw err;
-      }
-    }
-    return removed;
-  });
+  return withDir(root.openDir(binDir), (dir) => dir.unlinkExisting(names));
 }

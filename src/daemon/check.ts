@@ -1,14 +1,17 @@
 // `cni-chainer check`: a read-only report of the node's CNI configs, and of the plugin binary they name.
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { chainState, ConfigParseError, scanConfig, type ChainedPlugin } from '../cni/conflist.js';
-import { compareNames, libcniOrder } from '../cni/names.js';
+import { statSync, type Stats } from 'node:fs';
+import { chainState, ConfigParseError, planPatch, scanConfig, type ChainedPlugin } from '../cni/conflist.js';
+import { compareNames, isOwnedCopyName, libcniOrder } from '../cni/names.js';
 import { readEntry } from '../fs/bounded-read.js';
 import { withDirSync } from '../fs/dir.js';
 import type { HostRoot } from '../fs/host-root.js';
-import { listNodeConfigs } from './node-configs.js';
+import { listNodeConfigs, type NodeConfig } from './node-configs.js';
+import { resolveDelegate } from './symlink-targets.js';
+import type { Delegation } from '../cni/meta-plugin.js';
 
-export type ConfigState = 'chained' | 'not-chained' | 'stale-plugin' | 'invalid' | 'unresolved' | 'too-large';
+export type ConfigState = 'chained' | 'not-chained' | 'stale-plugin' | 'stale-copy' | 'invalid' | 'unresolved' | 'too-large';
 
 export interface ConfigReport {
   name: string;
@@ -16,6 +19,8 @@ export interface ConfigReport {
   /** The one the container runtime loads (first in libcni order). */
   loaded: boolean;
   symlink?: { text: string; target?: string; error?: string };
+  /** Set for a meta-plugin config (Multus): never chained itself; its state is its delegate's. */
+  meta?: true;
   detail?: string;
 }
 
@@ -24,41 +29,101 @@ export interface NodeReport {
   netDirExists: boolean;
   loaded?: string;
   /** The plugin's binary in the host bin dir: a config naming a missing binary fails every pod. */
-  binary: { path: string; present: boolean };
+  binary: { path: string; present: boolean; detail?: string };
   /** True when the loaded config is chained and its binary is there: `check` exits 0 only then. */
   chained: boolean;
   configs: ConfigReport[];
 }
 
-function stateOf(root: HostRoot, file: string | undefined, plugin: ChainedPlugin, maxBytes: number): { state: ConfigState; detail?: string } {
-  if (file === undefined) return { state: 'unresolved' };
+type State = { state: ConfigState; detail?: string; meta?: true };
+
+/** The bytes of host file `file`, or the state that says why there are none. */
+function readHostFile(root: HostRoot, file: string, maxBytes: number): Buffer | State {
   try {
     return withDirSync(root.openDir(path.posix.dirname(file)), (dir) => {
       const read = readEntry(dir, path.posix.basename(file), maxBytes);
-      if (read.kind === 'too-large') return { state: 'too-large', detail: `${read.size} bytes` };
-      if (read.kind !== 'file') return { state: 'unresolved', detail: read.kind };
-      const config = scanConfig(read.bytes);
-      const state = config.shape === 'single' ? 'not-chained' : chainState(config, plugin);
-      if (state === 'stale-plugin') return { state, detail: 'holds the plugin, but not as configured or not last' };
-      return { state };
+      if (read.kind === 'too-large') return { state: 'too-large', detail: `${read.size} bytes` } as State;
+      if (read.kind !== 'file') return { state: 'unresolved', detail: read.kind } as State;
+      return read.bytes;
     });
+  } catch (err) {
+    return { state: 'unresolved', detail: (err as Error).message };
+  }
+}
+
+/** Whether `bytes` chain the plugin: a meta-plugin config (Multus) by its delegate (cni/meta-plugin.ts). */
+function stateOfBytes(root: HostRoot, bytes: Buffer, plugin: ChainedPlugin, maxBytes: number, viaMeta = false): State {
+  try {
+    const config = scanConfig(bytes);
+    if (config.meta !== undefined) {
+      if (viaMeta) return { state: 'unresolved', detail: 'a meta-plugin delegates to another meta-plugin' };
+      return { ...metaState(root, config.meta, bytes, plugin, maxBytes), meta: true };
+    }
+    const state = config.shape === 'single' ? 'not-chained' : chainState(config, plugin);
+    if (state === 'stale-plugin') return { state, detail: 'holds the plugin, but not as configured or not last' };
+    return { state };
   } catch (err) {
     if (err instanceof ConfigParseError) return { state: 'invalid', detail: err.message };
     return { state: 'unresolved', detail: (err as Error).message };
   }
 }
 
-function binaryPresent(root: HostRoot, binDir: string, name: string): boolean {
-  try {
-    const st = withDirSync(root.openDir(binDir), (dir) => dir.lstat(name));
-    return st !== undefined && st.isFile() && (st.mode & 0o111) !== 0;
-  } catch {
-    return false;
+function metaState(root: HostRoot, meta: Delegation, bytes: Buffer, plugin: ChainedPlugin, maxBytes: number): State {
+  switch (meta.kind) {
+    case 'embedded':
+      return withDetail(stateOfBytes(root, bytes.subarray(meta.start, meta.end), plugin, maxBytes, true), "in Multus' embedded delegate");
+    case 'path': {
+      const file = resolveDelegate(root, meta.path);
+      if (file === undefined) return { state: 'unresolved', detail: `delegates to ${meta.path}, which does not resolve to a file` };
+      const delegate = readHostFile(root, file, maxBytes);
+      return withDetail(Buffer.isBuffer(delegate) ? stateOfBytes(root, delegate, plugin, maxBytes, true) : delegate, `delegates to ${file}`);
+    }
+    case 'name':
+      return { state: 'unresolved', detail: `delegates to the network ${JSON.stringify(meta.name)} by name, which cni-chainer cannot see` };
+    default:
+      return { state: 'invalid', detail: 'a meta-plugin config with neither clusterNetwork nor delegates' };
   }
 }
 
-export function inspectNode(root: HostRoot, config: Pick<Config, 'netDir' | 'binDir' | 'suffixes' | 'maxConfigBytes'>, plugin: ChainedPlugin): NodeReport {
-  const binary = { path: path.posix.join(config.binDir, plugin.type), present: binaryPresent(root, config.binDir, plugin.type) };
+function withDetail(state: State, detail: string): State {
+  return { ...state, detail: state.detail === undefined ? detail : `${detail}: ${state.detail}` };
+}
+
+function stateOf(root: HostRoot, file: string | undefined, plugin: ChainedPlugin, maxBytes: number): State {
+  if (file === undefined) return { state: 'unresolved' };
+  const bytes = readHostFile(root, file, maxBytes);
+  return Buffer.isBuffer(bytes) ? stateOfBytes(root, bytes, plugin, maxBytes) : bytes;
+}
+
+/**
+ * The plugin's binary as the runtime needs it: in the host bin dir, executable, and (where the
+ * container's copy can be seen) the same size and mode as that copy, which `run` installs.
+ */
+function binaryState(root: HostRoot, binDir: string, containerBinDir: string | undefined, name: string): { present: boolean; detail?: string } {
+  let source: Stats | undefined;
+  if (containerBinDir !== undefined) {
+    try {
+      source = statSync(path.join(containerBinDir, name));
+    } catch {
+      return { present: false, detail: `not in CONTAINER_CNI_BIN_DIR (${containerBinDir}): an image without the plugin?` };
+    }
+  }
+  let st;
+  try {
+    st = withDirSync(root.openDir(binDir), (dir) => dir.lstat(name));
+  } catch {
+    st = undefined;
+  }
+  if (st === undefined || !st.isFile()) return { present: false };
+  if ((st.mode & 0o111) === 0) return { present: false, detail: 'not executable' };
+  if (source !== undefined && (source.size !== st.size || (source.mode & 0o7777) !== (st.mode & 0o7777))) return { present: false, detail: "differs from CONTAINER_CNI_BIN_DIR's copy" };
+  return { present: true };
+}
+
+export type CheckConfig = Pick<Config, 'netDir' | 'binDir' | 'suffixes' | 'maxConfigBytes'> & Partial<Pick<Config, 'containerBinDir' | 'mode' | 'ownedConfigName'>>;
+
+export function inspectNode(root: HostRoot, config: CheckConfig, plugin: ChainedPlugin): NodeReport {
+  const binary = { path: path.posix.join(config.binDir, plugin.type), ...binaryState(root, config.binDir, config.containerBinDir, plugin.type) };
   const configs = listNodeConfigs(root, config.netDir, config.suffixes);
   if (configs === undefined) return { netDir: config.netDir, netDirExists: false, binary, chained: false, configs: [] };
   // A name that is not UTF-8 may be the one libcni loads (it reads names as bytes): it counts, unread.
@@ -73,8 +138,37 @@ export function inspectNode(root: HostRoot, config: Pick<Config, 'netDir' | 'bin
         ...(c.undecodable === true ? { state: 'unresolved', detail: 'name is not valid UTF-8: cni-chainer cannot open it' } : stateOf(root, c.file, plugin, config.maxConfigBytes)),
       }),
     );
+  if (config.mode === 'owned') checkOwnedCopy(root, config, plugin, reports, configs);
   const chained = binary.present && reports.some((r) => r.loaded && r.state === 'chained');
   return { netDir: config.netDir, netDirExists: true, loaded, binary, chained, configs: reports };
+}
+
+/**
+ * Owned mode: the copy the runtime loads must be the primary's current config plus the plugin. While
+ * the agent is down (killed, OOM, a node crash) the primary's changes never reach it (a stale copy).
+ */
+function checkOwnedCopy(root: HostRoot, config: CheckConfig, plugin: ChainedPlugin, reports: ConfigReport[], configs: NodeConfig[]): void {
+  const isCopy = (name: string) => name === config.ownedConfigName || isOwnedCopyName(name, plugin.type);
+  const copy = reports.find((r) => r.loaded && isCopy(r.name) && r.state === 'chained');
+  if (copy === undefined) return;
+  const byName = new Map(configs.map((c) => [c.name, c]));
+  // The primary: the first config after the copy that is no copy and no meta-plugin.
+  const primary = reports.find((r) => !isCopy(r.name) && compareNames(r.name, copy.name) > 0 && r.meta !== true);
+  const primaryFile = primary === undefined ? undefined : byName.get(primary.name)?.file;
+  if (primary === undefined || primaryFile === undefined) {
+    copy.state = 'stale-copy';
+    copy.detail = 'no primary config is left to copy';
+    return;
+  }
+  const primaryBytes = readHostFile(root, primaryFile, config.maxConfigBytes);
+  const copyBytes = readHostFile(root, byName.get(copy.name)!.file!, config.maxConfigBytes);
+  if (!Buffer.isBuffer(primaryBytes) || !Buffer.isBuffer(copyBytes)) return;
+  const plan = planPatch(primaryBytes, plugin);
+  const expected = plan.action === 'write' ? plan.bytes : plan.action === 'none' ? primaryBytes : undefined;
+  if (expected !== undefined && !expected.equals(copyBytes)) {
+    copy.state = 'stale-copy';
+    copy.detail = `differs from ${primary.name} plus the plugin (the primary changed while cni-chainer was not running)`;
+  }
 }
 
 /** A name as it is safe to print: control characters (a newline could forge report lines) escaped. */
@@ -95,7 +189,7 @@ export function formatReport(report: NodeReport): string {
     if (c.detail !== undefined) line += `  (${printable(c.detail)})`;
     lines.push(line);
   }
-  lines.push(`plugin binary ${report.binary.path}: ${report.binary.present ? 'present' : 'MISSING (every pod on a config that names it fails)'}`);
+  lines.push(`plugin binary ${report.binary.path}: ${report.binary.present ? 'present' : `MISSING${report.binary.detail === undefined ? '' : `: ${report.binary.detail}`} (every pod on a config that names it fails)`}`);
   if (report.loaded === undefined) lines.push('not chained: no config the runtime would load');
   else if (!report.binary.present) lines.push(`NOT chained: the runtime loads ${printable(report.loaded)}, but the plugin binary is missing`);
   else lines.push(`${report.chained ? 'chained' : 'NOT chained'}: the runtime loads ${printable(report.loaded)} (marked *)`);

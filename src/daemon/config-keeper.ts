@@ -5,6 +5,7 @@ import type { ChainedPlugin } from '../cni/conflist.js';
 import type { HostRoot } from '../fs/host-root.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from './metrics.js';
+import type { PluginBinary } from './plugin-binary.js';
 import type { Readiness } from './readiness.js';
 import type { SymlinkTargets } from './symlink-targets.js';
 
@@ -16,6 +17,8 @@ export interface KeeperDeps {
   log: Logger;
   metrics: Metrics;
   readiness: Readiness;
+  /** The plugin's binary on the host: nothing is chained while it is not there as installed. */
+  binary: PluginBinary;
   /** False once the daemon stops or another instance owns the node: passes do nothing then. */
   isActive: () => boolean;
   /** Starts or stops watching a directory that holds symlink targets. */

@@ -1,5 +1,5 @@
 // The `run` lifecycle (DESIGN §3): binaries, kubeconfig, watches, scan, ready; then events, resyncs,
-// token rotation, ownership heartbeats; and on stop, the cleanup, unless a newer instance owns the node.
+// token rotation, the ownership lock; and on stop, the cleanup, unless a newer instance owns the node.
 //
 // One explicit phase instead of loose flags:
 //   starting → active ⇄ passive (another live instance owns the node) → stopping → stopped
@@ -19,7 +19,8 @@ import { CoalescingQueue } from './coalescing-queue.js';
 import type { Metrics } from './metrics.js';
 import { NetDirWatch, watchFailureReason } from './net-dir-watch.js';
 import { OwnRenames } from './own-renames.js';
-import { HEARTBEAT_MS, OWNER_FILE_NAME, Ownership } from './ownership.js';
+import { PluginBinary } from './plugin-binary.js';
+import { LEGACY_STALE_AFTER_MS, OWNER_FILE_NAME, Ownership } from './ownership.js';
 import { Readiness } from './readiness.js';
 import type { ConfigKeeper } from './config-keeper.js';
 import { OwnedConfig } from './owned-config.js';
@@ -86,11 +87,15 @@ export class Daemon {
     },
   );
   private installed: string[] = [];
+  private readonly binary: PluginBinary;
   private binDirOnDisk: string | undefined;
   /** Every symlink target we ever patched (host paths): a retargeted link leaves its old one chained. */
   private readonly patchedTargets = new Set<string>();
   private resyncTimer: NodeJS.Timeout | undefined;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** While passive under an earlier version's owner, whose liveness is a heartbeat: polled. */
+  private legacyOwnerTimer: NodeJS.Timeout | undefined;
+  /** Owner files (by inode) whose lock a standby waits on. */
+  private readonly waitingOn = new Set<number>();
   private scanRetryTimer: NodeJS.Timeout | undefined;
   private lastReady = false; // "not ready" while starting goes without saying
 
@@ -104,6 +109,7 @@ export class Daemon {
     this.root = new HostRoot(config.hostRoot);
     this.kubeconfig = new KubeconfigFile(config, this.root);
     this.ownership = new Ownership(this.root, config.netDir);
+    this.binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type);
     this.watcher = createWatcher(
       config.backend,
       (events) => this.onEvents(events),
@@ -127,6 +133,7 @@ export class Daemon {
       log,
       metrics,
       readiness: this.readiness,
+      binary: this.binary,
       isActive: () => this.phase === 'active' || this.phase === 'starting',
       onTargetDir: (dir: string, used: boolean) => void this.watchTargetDir(dir, used),
       onPassDone: () => this.updateReadiness(),
@@ -164,6 +171,7 @@ export class Daemon {
     const binaries = await installBinaries(this.config.containerBinDir, this.root, this.config.binDir);
     this.installed = binaries.map((b) => b.name);
     this.log.info({ dir: this.config.binDir, binaries: binaries.map((b) => `${b.name}${b.written ? '' : ' (unchanged)'}`) }, 'installed plugin binaries');
+    this.verifyPluginBinary();
     // 2. Stranded temp files of earlier instances, before anything reads the configs (a newer write
     //    displaced by a crash mid-exchange goes back first); then the kubeconfig, if net.d exists.
     this.sweep(0);
@@ -180,7 +188,6 @@ export class Daemon {
     await this.netDir.rearm();
     this.firstScanDispatched(true); // its writes are on the pool: nothing below holds them up
     this.resyncTimer = this.every(this.config.resyncIntervalMs, () => void this.resync());
-    this.heartbeatTimer = this.every(HEARTBEAT_MS, () => void this.heartbeat());
     // 4. Ready once the first passes are done (the readiness report also needs every config chained).
     await this.reconciler.drain();
     if (this.phase === 'starting') this.phase = 'active';
@@ -201,7 +208,7 @@ export class Daemon {
     const wasPassive = this.phase === 'passive';
     this.phase = 'stopping';
     clearInterval(this.resyncTimer);
-    clearInterval(this.heartbeatTimer);
+    clearInterval(this.legacyOwnerTimer);
     clearTimeout(this.scanRetryTimer);
     this.settle.clear();
     this.reconciler.stop();
@@ -215,8 +222,9 @@ export class Daemon {
         this.log.info({ owner: owner?.instance }, 'another instance owns this node: leaving its configuration in place');
         return { cleaned: false, unpatched: [], failed: [] };
       }
-      if (this.config.mode === 'owned' && removeOwnedConfig(this.root, this.config)) {
-        this.log.info({ file: this.config.ownedConfigName }, 'removed the owned config');
+      if (this.config.mode === 'owned') {
+        const removed = removeOwnedConfig(this.root, this.config, this.plugin.type);
+        if (removed.length > 0) this.log.info({ files: removed }, 'removed the owned config');
       }
       const { unpatched, failed } = await unpatchNode(
         this.root,
@@ -262,9 +270,10 @@ export class Daemon {
       this.netDir.onEvent(event);
       if (this.reconciler.targets.isTargetDir(event.dir)) this.onTargetDirEvent(event);
       if (event.dir === this.config.serviceAccountDir) void this.syncKubeconfig();
-      if (event.dir === this.binDirOnDisk && (event.kind === 'delete' || event.kind === 'moved-out') && this.installed.includes(event.name)) {
-        // Someone (an older instance's cleanup during an upgrade) removed our binary: put it back.
-        void this.reinstallBinaries();
+      if (event.dir === this.binDirOnDisk && (this.installed.includes(event.name) || event.name === this.plugin.type)) {
+        // Someone (an older instance's cleanup during an upgrade) removed or replaced our binary: put
+        // it back. (Our own install lands by a rename, which OwnRenames has already set aside.)
+        if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void this.reinstallBinaries();
       }
     }
     this.updateReadiness();
@@ -361,7 +370,7 @@ export class Daemon {
     // live instance holds it.
     if (this.phase === 'starting' || !this.ownership.isLiveOther(owner)) {
       if (this.phase === 'starting' && this.ownership.isLiveOther(owner)) this.tookOverFrom = owner!.instance;
-      await this.claim();
+      this.claim();
     } else {
       this.standDown(owner!.instance);
       return;
@@ -379,9 +388,9 @@ export class Daemon {
     this.readiness.block('netdir', reason);
   }
 
-  private async claim(): Promise<void> {
+  private claim(): void {
     try {
-      await this.ownership.claim();
+      this.ownership.claim();
     } catch (err) {
       // A read-only or full net.d: nothing can be chained either; say so, and the resync retries.
       this.readiness.block('owner', `cannot write the owner file: ${errnoCode(err) ?? (err as Error).message}`);
@@ -391,17 +400,54 @@ export class Daemon {
     this.readiness.block('owner', undefined);
   }
 
+  /** The owner file changed, or the owner we waited on is gone: stand down, take back, or re-claim. */
   private checkOwnership(): void {
     const owner = this.ownership.currentOwner();
-    if (this.phase === 'active' && this.ownership.isLiveOther(owner)) this.standDown(owner!.instance);
-    else if (this.phase === 'passive' && !this.ownership.isLiveOther(owner)) void this.takeBack();
+    if (this.phase === 'active') {
+      if (this.ownership.isLiveOther(owner)) this.standDown(owner!.instance);
+      // Our file was removed or replaced by something that is no live instance: claim again (what the
+      // heartbeat of earlier versions did every 2 s, now only when net.d says so).
+      else if (owner?.instance !== this.instance && this.netDir.state.kind === 'armed') this.claim();
+    } else if (this.phase === 'passive') {
+      if (!this.ownership.isLiveOther(owner)) void this.takeBack();
+      else this.awaitOwnerGone(owner!);
+    }
   }
 
   private standDown(owner: string): void {
     this.phase = 'passive';
+    this.ownership.dropLock();
     this.readiness.block('owner', `instance ${owner} has taken over this node`);
     this.log.warn({ owner }, 'a newer instance has taken over this node: no longer patching, and no cleanup on exit');
     this.onRoleChange?.('passive');
+    const current = this.ownership.currentOwner();
+    if (this.ownership.isLiveOther(current)) this.awaitOwnerGone(current!);
+  }
+
+  /**
+   * Takes the node back the moment the owner dies: a blocking wait on its lock, which the kernel
+   * drops with the process (SIGKILL and OOM included). An earlier version's owner holds no lock, and
+   * its heartbeat is polled instead.
+   */
+  private awaitOwnerGone(owner: { legacy: boolean; ino: number }): void {
+    if (owner.legacy) {
+      this.legacyOwnerTimer ??= this.every(LEGACY_STALE_AFTER_MS / 5, () => this.checkOwnership());
+      return;
+    }
+    if (this.waitingOn.has(owner.ino)) return;
+    const wait = this.ownership.ownerGone();
+    if (wait === undefined) {
+      // Gone between the two looks.
+      queueMicrotask(() => this.checkOwnership());
+      return;
+    }
+    this.waitingOn.add(wait.ino);
+    void wait.gone
+      .catch((err: unknown) => this.log.warn({ code: errnoCode(err), err: (err as Error).message }, 'cannot wait on the owner lock'))
+      .finally(() => {
+        this.waitingOn.delete(wait.ino);
+        if (this.phase === 'passive') this.checkOwnership();
+      });
   }
 
   /**
@@ -416,30 +462,14 @@ export class Daemon {
   private async takeBack(): Promise<void> {
     if (this.phase !== 'passive') return;
     this.phase = 'active';
+    clearInterval(this.legacyOwnerTimer);
+    this.legacyOwnerTimer = undefined;
     this.log.warn('the instance that had taken over this node is gone: maintaining it again');
     this.onRoleChange?.('active');
-    await this.claim();
+    this.claim();
     await this.reinstallBinaries();
     await this.syncKubeconfig();
     this.rescan('take-back');
-  }
-
-  /** Renews our claim while active; while passive, takes the node back once the owner's heartbeat stops. */
-  private async heartbeat(): Promise<void> {
-    if (this.phase === 'active' && this.netDir.state.kind === 'armed') {
-      const owner = this.ownership.currentOwner();
-      if (this.ownership.isLiveOther(owner)) this.standDown(owner!.instance);
-      else if (owner?.instance === this.instance) {
-        try {
-          this.ownership.renew();
-        } catch {
-          await this.claim(); // the owner file is gone, or was replaced by something else
-        }
-      }
-      else await this.claim();
-    } else if (this.phase === 'passive') {
-      this.checkOwnership();
-    }
   }
 
   private rescan(reason: string): void {
@@ -489,7 +519,7 @@ export class Daemon {
       this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'cannot watch the config directory');
     });
     if (this.phase === 'passive') return;
-    if (this.readiness.blocked('owner')) await this.claim();
+    if (this.readiness.blocked('owner')) this.claim();
     this.sweep(SWEEP_MIN_AGE_MS);
     this.rescan('timer');
     await this.syncKubeconfig();
@@ -521,6 +551,17 @@ export class Daemon {
     this.installed = binaries.map((b) => b.name);
     const written = binaries.filter((b) => b.written).map((b) => b.name);
     if (written.length > 0) this.log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
+    const wasMissing = this.readiness.blocked('binary');
+    this.verifyPluginBinary();
+    // Configs refused while the binary was not there are chained now.
+    if (wasMissing && !this.readiness.blocked('binary')) this.rescan('binary');
+  }
+
+  /** After an install: the plugin's own binary is there as installed, or nothing is chained (plugin-binary.ts). */
+  private verifyPluginBinary(): void {
+    const problem = this.binary.installedNow();
+    if (problem !== undefined && problem !== this.readiness.blocker('binary')) this.log.error({ binary: this.binary.hostPath }, problem);
+    this.readiness.block('binary', problem);
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
@@ -535,12 +576,12 @@ export class Daemon {
   }
 }
 
-/** Removes the owned config file of CNI_PATCH_MODE=owned; true when there was one. */
-export function removeOwnedConfig(root: HostRoot, config: Config): boolean {
+/** Removes the owned config files of CNI_PATCH_MODE=owned; the names removed. */
+export function removeOwnedConfig(root: HostRoot, config: Config, pluginType: string): string[] {
   try {
-    return withDirSync(root.openDir(config.netDir), (dir) => OwnedConfig.remove(dir, config.ownedConfigName));
+    return withDirSync(root.openDir(config.netDir), (dir) => OwnedConfig.removeAll(dir, config.ownedConfigName, pluginType, config.maxConfigBytes));
   } catch (err) {
-    if (isMissing(err)) return false;
+    if (isMissing(err)) return [];
     throw err;
   }
 }

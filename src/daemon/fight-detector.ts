@@ -10,6 +10,10 @@
 // backoff up to the cap), and one warning is logged per fight. A fight ends when reverts stop being
 // reactive, or after `calmMs` without one.
 
+/** The likely cause of a fight and its fix, for the one warning per fight and for /readyz. */
+export const FIGHT_CAUSE =
+  'a primary CNI in exclusive mode, such as Cilium with cni.exclusive=true: set cni.exclusive=false; or a config manager that watches the file';
+
 export interface FightPolicy {
   /** A revert this soon after our write is a reaction to it. */
   reactiveMs: number;

@@ -1,56 +1,76 @@
-// CNI_PATCH_MODE=owned (DESIGN §1): the primary's file is never touched. The agent keeps its own file
+// CNI_PATCH_MODE=owned (docs/design.md, "Owned mode"): the primary's file is never touched. The agent keeps its own file
 // in net.d, named to be loaded first, holding the primary's loaded config with the plugin appended
 // (byte-exact, as an in-place patch would be). A primary that rewrites its file then never exposes an
 // unchained config: the runtime keeps loading ours, which follows the primary within milliseconds,
 // and disappears the moment the primary's config does (or the runtime would keep wiring pods into a
 // dead network).
 //
-// The primary is the first config libcni would load once ours is set aside; Multus' own
-// `00-multus.conf` is no primary (Multus takes the first other config as its default network, which
-// is why the owned name sorts after it).
-import { planPatch } from '../cni/conflist.js';
-import { compareNames, isLibcniName, libcniOrder } from '../cni/names.js';
+// - The primary is the first config libcni would load, once our copies and meta-plugin configs
+//   (Multus) are set aside.
+// - Our copy is named after it (names.ts ownedNameFor: `10-calico.conflist` gets
+//   `10-calico-linkerd-cni.conflist`), so it sorts right before the primary and after a meta-plugin's
+//   config, whatever the primary is called; CNI_OWNED_CONFIG_NAME names it instead when set.
+// - The copy carries the primary's mode, owner and xattrs (POSIX ACLs, SELinux labels): a 0600 Calico
+//   config is never copied world-readable.
+// - A meta-plugin config that the runtime loads first (Multus) is never copied: its embedded
+//   delegate is chained in place, as in-place mode does, and a delegate named by path must be our
+//   copy, or the pods Multus wires are not meshed (not ready, saying how to fix it).
+// - A primary that removes, renames or reverts our copy within milliseconds of each write (Cilium's
+//   cni.exclusive renames every other config to `.cilium_bak`) is a fight: the copy is written at the
+//   fight rule's backoff rate, and readiness names the cause and the fix.
+import { planPatch, scanConfig } from '../cni/conflist.js';
+import { compareNames, isLibcniName, isOwnedCopyName, libcniOrder, NAME_MAX, ownedNameFor } from '../cni/names.js';
 import { writeFileAtomic } from '../fs/atomic-write.js';
-import { readEntry } from '../fs/bounded-read.js';
+import { readEntry, type EntryRead } from '../fs/bounded-read.js';
 import { sha256 } from '../fs/content-hash.js';
 import type { Dir } from '../fs/dir.js';
-import { errnoCode, isMissing } from '../fs/errno.js';
+import { isMissing } from '../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
-
+import { DEFAULT_FIGHT_POLICY, FightDetector, FIGHT_CAUSE } from './fight-detector.js';
+import type { ConfigStatus } from './readiness.js';
+import { openLinkTarget, resolveDelegate, SymlinkTargets } from './symlink-targets.js';
 
 const KEY = 'owned';
 
-function isMultus(name: string): boolean {
-  return name.startsWith('00-multus');
-}
+type Problem = Exclude<ConfigStatus, 'chained' | 'out-of-scope' | 'delegating' | 'unmanaged'>;
 
+/** A config the runtime may load, as one sync sees it. */
+interface Listed {
+  name: string;
+  read: EntryRead | undefined; // undefined for a symlink (read through its target when needed)
+}
 
 export class OwnedConfig {
   readonly targets: SymlinkTargets;
+  readonly fights: FightDetector;
   private readonly queue: CoalescingQueue;
-  private lastProblem: string | undefined;
+  private readonly lastProblem = new Map<string, string>();
+  /** What we last wrote as the copy (sha256), to tell a revert from the primary's own change. */
+  private lastWritten: { name: string; digest: string } | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  /** The copy's name in the last sync (for shutdown and uninstall). */
+  private current: string | undefined;
+  /** Names this sync set a status for: the others' statuses go when it ends. */
+  private readonly reported = new Set<string>();
 
   constructor(
     private readonly deps: KeeperDeps,
     private netDirOnDisk: string,
   ) {
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
+    this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, deps.now ?? (() => performance.now()));
     this.queue = new CoalescingQueue(
       () => this.sync().finally(() => deps.onPassDone?.()),
       (_key, error) => {
         const err = error as NodeJS.ErrnoException;
+        const name = this.current ?? KEY;
         this.deps.metrics.writeErrors.inc({ code: err.code ?? 'UNKNOWN' });
-        this.deps.readiness.set(this.name, 'error', `${err.code ?? 'UNKNOWN'}: ${err.message}`);
-        this.deps.log.error({ file: this.name, code: err.code, err: err.message }, 'writing the owned config failed');
+        this.deps.readiness.set(name, 'error', `${err.code ?? 'UNKNOWN'}: ${err.message}`);
+        this.deps.log.error({ file: name, code: err.code, err: err.message }, 'writing the owned config failed');
       },
       1,
     );
-  }
-
-  get name(): string {
-    return this.deps.config.ownedConfigName;
   }
 
   setNetDir(netDirOnDisk: string): void {
@@ -80,28 +100,42 @@ export class OwnedConfig {
     await this.queue.drain();
   }
 
-  stop(): void {}
+  stop(): void {
+    clearTimeout(this.retryTimer);
+  }
 
   async dispose(): Promise<void> {}
 
-  /** Removes the owned file (shutdown, uninstall). True when there was one. */
-  static remove(dir: Dir, name: string): boolean {
-    try {
-      dir.unlink(name);
-      return true;
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return false;
-      throw err;
-    }
+  /**
+   * Removes every owned copy in `dir` (shutdown, uninstall): the configured name, and any name an
+   * owned copy may have had that holds the plugin (a copy of an earlier primary, or of an earlier
+   * version). Returns the names removed.
+   */
+  static removeAll(dir: Dir, configured: string | undefined, pluginType: string, maxBytes: number): string[] {
+    const ours = (name: string) => name === configured || (isOwnedCopyName(name, pluginType) && holdsPlugin(dir, name, pluginType, maxBytes));
+    return dir.unlinkExisting(dir.list().filter(ours));
   }
 
-  private problem(status: 'invalid' | 'dangling' | 'loop' | 'not-regular' | 'too-large' | 'shadowed', detail: string): void {
+  private problem(name: string, status: Problem, detail: string): void {
     const { readiness, log } = this.deps;
-    readiness.set(this.name, status === 'shadowed' ? 'error' : status, detail);
+    this.reported.add(name);
+    readiness.set(name, status, detail);
     const key = `${status}: ${detail}`;
-    if (this.lastProblem === key) return;
-    this.lastProblem = key;
-    log.warn({ file: this.name, status, detail }, 'owned config not in place');
+    if (this.lastProblem.get(name) === key) return;
+    this.lastProblem.set(name, key);
+    log.warn({ file: name, status, detail }, 'owned config not in place');
+  }
+
+  private fine(name: string): void {
+    this.reported.add(name);
+    this.deps.readiness.set(name, 'chained');
+    this.lastProblem.delete(name);
+  }
+
+  private retryLater(ms: number): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.trigger(), ms);
+    this.retryTimer.unref();
   }
 
   private async sync(): Promise<void> {
@@ -121,63 +155,212 @@ export class OwnedConfig {
   }
 
   private async syncIn(dir: Dir): Promise<void> {
-    const { config, root, readiness } = this.deps;
-    readiness.clearConfigs();
+    // Statuses are replaced when the sync ends, never cleared at its start: /readyz is asked at any
+    // moment, and must not find an empty (ready) list while a sync is under way.
+    this.reported.clear();
+    try {
+      await this.keepCopy(dir);
+    } finally {
+      for (const name of this.deps.readiness.names()) if (!this.reported.has(name)) this.deps.readiness.delete(name);
+    }
+  }
+
+  private async keepCopy(dir: Dir): Promise<void> {
+    const { config, plugin } = this.deps;
+    const configured = config.ownedConfigName;
     const names = dir.list().filter((n) => isLibcniName(n) && !n.startsWith('.'));
-    const candidates = libcniOrder(names.filter((n) => n !== this.name && !isMultus(n))).filter((n) => {
-      const st = dir.lstat(n);
-      return st !== undefined && (st.isFile() || st.isSymbolicLink());
-    });
-    const primary = candidates[0];
+    const isCopy = (n: string) => n === configured || isOwnedCopyName(n, plugin.type);
+    // Configs in libcni order, our copies set aside; regular files and links only (libcni skips the rest).
+    const listed: Listed[] = [];
+    for (const name of libcniOrder(names.filter((n) => !isCopy(n)))) {
+      const st = dir.lstat(name);
+      if (st === undefined || !(st.isFile() || st.isSymbolicLink())) continue;
+      listed.push({ name, read: st.isFile() ? readEntry(dir, name, config.maxConfigBytes, true) : undefined });
+    }
+    const metas = listed.filter((c) => c.read?.kind === 'file' && isMeta(c.read.bytes));
+    const primary = listed.find((c) => !metas.includes(c));
     if (primary === undefined) {
       // No primary network: an owned copy would wire pods into a network that no longer exists.
-      if (OwnedConfig.remove(dir, this.name)) this.deps.log.warn({ file: this.name }, 'the primary config is gone: removed the owned config');
+      for (const removed of OwnedConfig.removeAll(dir, configured, plugin.type, config.maxConfigBytes)) {
+        this.deps.log.warn({ file: removed }, 'the primary config is gone: removed the owned config');
+      }
       this.targets.remove(KEY);
+      this.current = undefined;
       return;
     }
-    // The runtime loads the first libcni name: ours must sort before the primary (and before anything
-    // else that is not Multus).
-    const before = libcniOrder(names.filter((n) => n !== this.name && !isMultus(n) && compareNames(n, this.name) < 0));
-    if (before.length > 0) {
-      this.problem('shadowed', `${before[0]} sorts before ${this.name}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`);
+    const ownedName = configured ?? ownedNameFor(primary.name, plugin.type);
+    this.current = ownedName;
+    // Copies of an earlier primary (or named by an earlier version) go: the runtime must load one.
+    for (const stale of names.filter((n) => isCopy(n) && n !== ownedName)) {
+      if (holdsPlugin(dir, stale, plugin.type, config.maxConfigBytes)) {
+        dir.unlink(stale);
+        this.deps.log.info({ file: stale, now: ownedName }, 'removed an owned copy of an earlier primary');
+      }
+    }
+    if (Buffer.byteLength(ownedName) > NAME_MAX) {
+      return this.problem(ownedName.slice(0, 64), 'error', `the owned copy of ${primary.name} would need a name over ${NAME_MAX} bytes: set CNI_OWNED_CONFIG_NAME`);
     }
 
-    // The primary's content, through its symlink if it is one (resolved inside the host root).
-    let source: { dir: Dir; name: string } = { dir, name: primary };
-    const link = dir.lstat(primary)!;
+    // The runtime loads the first libcni name: ours must sort before the primary and before anything
+    // else that is not a meta-plugin's config.
+    const before = listed.filter((c) => !metas.includes(c) && compareNames(c.name, ownedName) < 0);
+    const shadowed = before.length > 0;
+    if (shadowed) {
+      this.problem(ownedName, 'error', `${before[0]!.name} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`);
+    }
+    // A meta-plugin the runtime loads before our copy runs its delegate, not our copy.
+    for (const meta of metas.filter((m) => compareNames(m.name, ownedName) < 0)) await this.keepMeta(dir, meta, ownedName);
+    // One that sorts after our copy but before the primary would be bypassed by our copy.
+    const bypassed = metas.find((m) => compareNames(m.name, ownedName) > 0 && compareNames(m.name, primary.name) < 0);
+    if (bypassed !== undefined) {
+      return this.problem(ownedName, 'error', `${ownedName} would sort before the meta-plugin config ${bypassed.name} and bypass it: set CNI_OWNED_CONFIG_NAME`);
+    }
+
+    const copy = await this.copyOfPrimary(dir, primary);
+    if (copy === undefined) return;
+    const { bytes, owner } = copy;
+    // Never chain without the plugin's binary (plugin-binary.ts).
+    const noBinary = this.deps.binary.problem();
+    if (noBinary !== undefined) return this.problem(ownedName, 'no-binary', noBinary);
+
+    const digest = sha256(bytes);
+    const current = readEntry(dir, ownedName, config.maxConfigBytes);
+    const inPlace = current.kind === 'file' && sha256(current.bytes) === digest && sameOwner(current.stat, owner);
+    if (!inPlace) {
+      if (this.backingOff(ownedName, current)) return;
+      const result = await writeFileAtomic(dir, ownedName, bytes, { ...owner, noReplace: current.kind === 'missing' });
+      if (result === 'stale') return this.trigger(); // something appeared under our name meanwhile: look again
+      this.lastWritten = { name: ownedName, digest };
+      this.fights.wrote(ownedName);
+      this.deps.metrics.patches.inc();
+      this.deps.log.info({ file: ownedName, primary: primary.name }, 'owned config follows the primary');
+    }
+    if (!shadowed) this.fine(ownedName);
+  }
+
+  /**
+   * Our copy is missing or not what we wrote: when we wrote it moments ago, somebody reverted it in
+   * reaction to our write (a fight). True while the fight rule says to wait.
+   */
+  private backingOff(ownedName: string, current: EntryRead): boolean {
+    const ours = this.lastWritten;
+    const reverted = ours !== undefined && ours.name === ownedName && (current.kind !== 'file' || sha256(current.bytes) !== ours.digest);
+    if (reverted || this.fights.isFighting(ownedName)) {
+      const verdict = this.fights.reverted(ownedName);
+      if (verdict.fightStarted) {
+        this.deps.metrics.fights.inc();
+        this.deps.log.warn({ file: ownedName, backoffMs: verdict.backoffMs }, `the owned config is removed, renamed or reverted within milliseconds of every write (${FIGHT_CAUSE}); backing off`);
+      }
+    }
+    const left = this.fights.backoffLeft(ownedName);
+    if (left === 0) return false;
+    this.deps.metrics.backoffs.inc();
+    this.problem(ownedName, 'backoff', `removed, renamed or reverted within milliseconds of each write (${FIGHT_CAUSE}); next try in ${left} ms`);
+    this.retryLater(left);
+    return true;
+  }
+
+  /** The primary's content with the plugin appended, and the owner its copy gets; undefined on a problem. */
+  private async copyOfPrimary(dir: Dir, primary: Listed): Promise<{ bytes: Buffer; owner: Owner } | undefined> {
+    const { config, root } = this.deps;
+    const ownedName = this.current!;
+    let read = primary.read;
     let targetDir: Dir | undefined;
-    if (link.isSymbolicLink()) {
-      const target = openLinkTarget(root, config.netDir, primary, this.targets, KEY);
-      if (!target.ok) return this.problem(target.status, `primary ${primary}: ${target.detail}`);
+    if (read === undefined) {
+      // A symlinked primary: read through its target, resolved inside the host root.
+      const target = openLinkTarget(root, config.netDir, primary.name, this.targets, KEY);
+      if (!target.ok) {
+        this.problem(ownedName, target.status, `primary ${primary.name}: ${target.detail}`);
+        return undefined;
+      }
       targetDir = target.dir;
-      source = { dir: target.dir, name: target.name };
+      read = readEntry(target.dir, target.name, config.maxConfigBytes, true);
     } else {
       this.targets.remove(KEY);
     }
     try {
-      const read = readEntry(source.dir, source.name, config.maxConfigBytes);
-      if (read.kind === 'too-large') return this.problem('too-large', `primary ${primary}: ${read.size} bytes`);
-      if (read.kind !== 'file') return this.problem('not-regular', `primary ${primary} is not a regular file`);
+      if (read.kind === 'too-large') return void this.problem(ownedName, 'too-large', `primary ${primary.name}: ${read.size} bytes`);
+      if (read.kind !== 'file') return void this.problem(ownedName, 'not-regular', `primary ${primary.name} is not a regular file`);
       const plan = planPatch(read.bytes, this.deps.plugin);
       // A primary that already holds our plugin (left by in-place mode) is its own chained copy.
       const bytes = plan.action === 'write' ? plan.bytes : plan.action === 'none' ? read.bytes : undefined;
       if (bytes === undefined) {
         // Half-written or broken: the last good copy stays until the write that completes it.
-        return this.problem('invalid', `primary ${primary}: ${(plan as { reason: string }).reason}`);
+        const reason = plan.action === 'invalid' || plan.action === 'refuse' ? plan.reason : plan.action;
+        return void this.problem(ownedName, 'invalid', `primary ${primary.name}: ${reason}`);
       }
-      const digest = sha256(bytes);
-      const current = readEntry(dir, this.name, config.maxConfigBytes);
-      if (current.kind !== 'file' || sha256(current.bytes) !== digest) {
-        await writeFileAtomic(dir, this.name, bytes, { mode: 0o644 });
-        this.deps.metrics.patches.inc();
-        this.deps.log.info({ file: this.name, primary }, 'owned config follows the primary');
-      }
-      if (before.length === 0) {
-        readiness.set(this.name, 'chained');
-        this.lastProblem = undefined;
-      }
+      // The primary's mode (never more: execute and set-id bits are no config's), owner and labels.
+      return { bytes, owner: { mode: read.stat.mode & 0o666, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs } };
     } finally {
       targetDir?.close();
     }
+  }
+
+  /**
+   * A meta-plugin config (Multus) that the runtime loads before our copy: its embedded delegate is
+   * chained in place, byte-exact; a delegate it names by path must be our copy.
+   */
+  private async keepMeta(dir: Dir, meta: Listed, ownedName: string): Promise<void> {
+    const read = meta.read as Extract<EntryRead, { kind: 'file' }>;
+    const plan = planPatch(read.bytes, this.deps.plugin);
+    switch (plan.action) {
+      case 'none':
+        return this.fine(meta.name);
+      case 'write': {
+        const noBinary = this.deps.binary.problem();
+        if (noBinary !== undefined) return this.problem(meta.name, 'no-binary', noBinary);
+        const st = read.stat;
+        const result = await writeFileAtomic(dir, meta.name, plan.bytes, { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, xattrs: read.xattrs, expect: read.bytes });
+        if (result === 'stale') return this.trigger();
+        this.deps.metrics.patches.inc();
+        this.deps.log.info({ file: meta.name }, "chained plugin into the meta-plugin's embedded delegate");
+        return this.fine(meta.name);
+      }
+      case 'delegates': {
+        const delegation = plan.delegation;
+        if (delegation.kind === 'path') {
+          const resolved = resolveDelegate(this.deps.root, delegation.path);
+          if (resolved !== undefined && resolved === `${this.deps.config.netDir}/${ownedName}`) return this.fine(meta.name);
+          return this.problem(
+            meta.name,
+            'error',
+            `Multus delegates to ${delegation.path}, which owned mode never chains: set Multus' clusterNetwork to ${this.deps.config.netDir}/${ownedName}, or use CNI_PATCH_MODE=in-place`,
+          );
+        }
+        return this.problem(meta.name, 'error', delegation.kind === 'name' ? `Multus delegates to the network ${JSON.stringify(delegation.name)} by name, which cni-chainer cannot see: set clusterNetwork to ${this.deps.config.netDir}/${ownedName}` : 'a meta-plugin config with neither clusterNetwork nor delegates');
+      }
+      default:
+        return this.problem(meta.name, plan.action === 'invalid' ? 'invalid' : 'error', plan.reason);
+    }
+  }
+}
+
+interface Owner {
+  mode: number;
+  uid: number;
+  gid: number;
+  xattrs: Array<[string, Buffer]>;
+}
+
+function sameOwner(stat: { mode: number; uid: number; gid: number }, owner: Owner): boolean {
+  return (stat.mode & 0o7777) === owner.mode && stat.uid === owner.uid && stat.gid === owner.gid;
+}
+
+/** A meta-plugin config (Multus): never a primary (cni/meta-plugin.ts). */
+function isMeta(bytes: Buffer): boolean {
+  try {
+    return scanConfig(bytes).meta !== undefined;
+  } catch {
+    return false; // not JSON: no meta-plugin either
+  }
+}
+
+function holdsPlugin(dir: Dir, name: string, pluginType: string, maxBytes: number): boolean {
+  const read = readEntry(dir, name, maxBytes);
+  if (read.kind !== 'file') return false;
+  try {
+    return scanConfig(read.bytes).types.includes(pluginType);
+  } catch {
+    return false;
   }
 }

@@ -3,86 +3,176 @@
 // the owner neither patches nor cleans up, so the old pod's SIGTERM cannot undo the new pod's work.
 // The file is hidden and has no CNI extension, so no runtime ever loads it.
 //
-// The owner renews the file's heartbeat (a rewrite every HEARTBEAT_MS). An instance that stood down
-// takes the node back when the owner file is removed (the newer pod's clean exit) or its heartbeat is
-// older than STALE_AFTER_MS (the newer pod was killed): a rollback never leaves a node unmaintained.
-import { closeSync, constants, futimesSync } from 'node:fs';
-import { writeFileAtomic } from '../fs/atomic-write.js';
+// Liveness is a lock, not a heartbeat: the owner holds flock(LOCK_EX) on the owner file it wrote, and
+// the kernel drops that lock the moment its holder dies, SIGKILL and OOM kill included (flock(2): the
+// lock belongs to the open file description). So an idle node sees no write in net.d at all, which
+// matters because containerd and CRI-O reload on every write there and Cilium's watcher re-runs on
+// every event. A standby blocks in flock(LOCK_SH) on the owner's file (one pool thread), and takes the
+// node back as soon as that returns. Both pods see the same inode through their hostPath mounts, and
+// flock works across mount namespaces.
+//
+// Records written by earlier versions (no `liveness` field) renewed their mtime every 2 s instead;
+// they count as alive while that mtime is under 10 s old, so a mixed-version upgrade still hands over.
+import { closeSync, constants, fstatSync, readSync, writeSync } from 'node:fs';
+import { tempNameFor } from '../cni/names.js';
 import { randomUuid } from '../random-uuid.js';
-import { readEntry } from '../fs/bounded-read.js';
-import { withDir, withDirSync } from '../fs/dir.js';
+import { withDirSync, type Dir } from '../fs/dir.js';
 import { errnoCode } from '../fs/errno.js';
 import type { HostRoot } from '../fs/host-root.js';
+import { addon } from '../watch/addon.js';
 
 export const OWNER_FILE_NAME = '.cni-chainer.owner';
-export const HEARTBEAT_MS = 2_000;
-export const STALE_AFTER_MS = 10_000;
+/** How long an earlier version's heartbeat (mtime) counts as alive. */
+export const LEGACY_STALE_AFTER_MS = 10_000;
 const MAX_OWNER_BYTES = 4096;
 
 export interface OwnerRecord {
   instance: string;
   pid: number;
   startedAt: string;
+  /** How the owner says it is alive: by holding flock(LOCK_EX) on this file. */
+  liveness: 'flock';
 }
 
 export interface Owner {
   instance: string;
-  /** When the owner last wrote the file (its mtime). */
-  heartbeatAt: number;
+  /** True when the owner still runs: it holds the lock (or, for an earlier version, its mtime is recent). */
+  alive: boolean;
+  /** An earlier version's record: its liveness is a heartbeat that must be polled. */
+  legacy: boolean;
+  /** The owner file's inode: a standby waits on one lock per inode. */
+  ino: number;
 }
 
 export class Ownership {
-  readonly record: OwnerRecord = { instance: randomUuid(), pid: process.pid, startedAt: new Date().toISOString() };
+  readonly record: OwnerRecord = { instance: randomUuid(), pid: process.pid, startedAt: new Date().toISOString(), liveness: 'flock' };
+  /** The fd of the owner file we wrote, holding LOCK_EX while we own the node. */
+  private lockFd: number | undefined;
 
   constructor(
     private readonly root: HostRoot,
     private readonly netDir: string,
   ) {}
 
+  /** True while this instance holds its claim's lock. */
+  get claimed(): boolean {
+    return this.lockFd !== undefined;
+  }
+
   /** The current owner; undefined when there is no (readable, regular) owner file. */
-  currentOwner(): Owner | undefined {
+  currentOwner(now = Date.now()): Owner | undefined {
     try {
-      return withDirSync(this.root.openDir(this.netDir), (dir) => {
-        // Bounded, non-blocking and no-follow: a FIFO or a link to /dev/zero here must not stall us.
-        const read = readEntry(dir, OWNER_FILE_NAME, MAX_OWNER_BYTES);
-        if (read.kind !== 'file') return undefined;
-        const parsed = JSON.parse(read.bytes.toString('utf8')) as Partial<OwnerRecord>;
-        return typeof parsed.instance === 'string' ? { instance: parsed.instance, heartbeatAt: read.stat.mtimeMs } : undefined;
-      });
+      return withDirSync(this.root.openDir(this.netDir), (dir) => this.readOwner(dir, now));
     } catch {
-      return undefined; // no net.d, or not JSON: nobody (readable) owns the node
+      return undefined; // no net.d: nobody owns the node
     }
   }
 
-  /** True when `owner` is another instance that is still alive (its heartbeat is recent). */
-  isLiveOther(owner: Owner | undefined, now = Date.now()): boolean {
-    return owner !== undefined && owner.instance !== this.record.instance && now - owner.heartbeatAt < STALE_AFTER_MS;
+  private readOwner(dir: Dir, now: number): Owner | undefined {
+    let fd: number;
+    try {
+      // Non-blocking and no-follow: a FIFO or a link to /dev/zero here must not stall us.
+      fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
+    } catch {
+      return undefined;
+    }
+    try {
+      const st = fstatSync(fd);
+      if (!st.isFile() || st.size > MAX_OWNER_BYTES) return undefined;
+      const buffer = Buffer.alloc(MAX_OWNER_BYTES);
+      const length = readSync(fd, buffer, 0, MAX_OWNER_BYTES, 0);
+      let parsed: Partial<OwnerRecord>;
+      try {
+        parsed = JSON.parse(buffer.subarray(0, length).toString('utf8')) as Partial<OwnerRecord>;
+      } catch {
+        return undefined; // not JSON: nobody (readable) owns the node
+      }
+      if (typeof parsed.instance !== 'string') return undefined;
+      const legacy = parsed.liveness !== 'flock';
+      let alive: boolean;
+      if (parsed.instance === this.record.instance) alive = this.lockFd !== undefined;
+      else if (legacy) alive = now - st.mtimeMs < LEGACY_STALE_AFTER_MS;
+      // A shared lock we can take means nobody holds the exclusive one: the owner is gone. Closing the
+      // fd below drops our shared lock at once.
+      else alive = !addon.flock(fd, false);
+      return { instance: parsed.instance, alive, legacy, ino: st.ino };
+    } finally {
+      closeSync(fd);
+    }
   }
 
-  /** Writes (or renews) our claim. */
-  async claim(): Promise<void> {
-    await withDir(this.root.openDir(this.netDir), (dir) => writeFileAtomic(dir, OWNER_FILE_NAME, `${JSON.stringify(this.record)}\n`, { mode: 0o644 }));
+  /** True when `owner` is another instance that is still alive. */
+  isLiveOther(owner: Owner | undefined): boolean {
+    return owner !== undefined && owner.instance !== this.record.instance && owner.alive;
   }
 
   /**
-   * The heartbeat: our claim's mtime set to now. A touch, not a rewrite (no temp file, no fsync): the
-   * idle agent's only periodic work. Throws when the file is gone (or is a link): the caller claims.
+   * Writes our claim: a new owner file, locked before it is renamed into place, so that no standby
+   * can ever find it unlocked and take the node from a live owner.
    */
-  renew(): void {
+  claim(): void {
     withDirSync(this.root.openDir(this.netDir), (dir) => {
-      const fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
+      const temp = tempNameFor(OWNER_FILE_NAME);
+      const fd = dir.openEntry(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
       try {
-        const now = new Date();
-        futimesSync(fd, now, now);
-      } finally {
+        if (!addon.flock(fd, true)) throw new Error('a new owner file is locked by another process');
+        writeSync(fd, `${JSON.stringify(this.record)}\n`);
+        dir.rename(temp, OWNER_FILE_NAME);
+      } catch (err) {
         closeSync(fd);
+        try {
+          dir.unlink(temp);
+        } catch {
+          // already gone
+        }
+        throw err;
       }
+      this.dropLock();
+      this.lockFd = fd;
     });
   }
 
-  /** Removes the owner file if it is still ours. */
+  /**
+   * Resolves once the owner that holds the current owner file's lock is gone (or the file changed):
+   * a blocking shared lock on one of libuv's pool threads. Undefined when there is nothing to wait
+   * for (no file, an earlier version's record, or the lock is free already).
+   */
+  ownerGone(): { ino: number; gone: Promise<void> } | undefined {
+    let dir: Dir;
+    try {
+      dir = this.root.openDir(this.netDir);
+    } catch {
+      return undefined;
+    }
+    let fd: number;
+    try {
+      fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
+    } catch {
+      return undefined;
+    } finally {
+      dir.close();
+    }
+    const st = fstatSync(fd);
+    if (!st.isFile() || addon.flock(fd, false)) {
+      closeSync(fd);
+      return undefined;
+    }
+    const gone = addon.flockWait(fd).finally(() => closeSync(fd));
+    return { ino: st.ino, gone };
+  }
+
+  /** Lets go of our claim's lock (we stood down, or we stop). */
+  dropLock(): void {
+    if (this.lockFd === undefined) return;
+    closeSync(this.lockFd);
+    this.lockFd = undefined;
+  }
+
+  /** Removes the owner file if it is still ours, then drops the lock. */
   release(): void {
-    if (this.currentOwner()?.instance === this.record.instance) this.remove();
+    const owner = this.currentOwner();
+    if (owner?.instance === this.record.instance) this.remove();
+    this.dropLock();
   }
 
   /** Removes the owner file whoever owns it (`uninstall`: the operator's explicit word). */

@@ -12,9 +12,11 @@ export type ConfigStatus =
   | 'unmanaged' // the runtime may load it (libcni: .conf, .conflist, .json), but CNI_CONF_SUFFIXES leaves it out
   | 'too-large' // over MAX_CONFIG_BYTES: never read whole, never patched
   | 'conflict' // X.conf and X.conflist both present: the upgrade would overwrite the conflist
+  | 'no-binary' // the plugin's binary is not on the host as installed: chaining would fail every pod
+  | 'delegating' // a meta-plugin (Multus) config: never chained itself, its delegate is
   | 'error';
 
-const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope']);
+const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope', 'delegating']);
 
 export interface ReadinessReport {
   ready: boolean;

@@ -9,6 +9,7 @@
 import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { planPatch } from '../cni/conflist.js';
+import type { Delegation } from '../cni/meta-plugin.js';
 import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
 import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry, type EntryRead } from '../fs/bounded-read.js';
@@ -21,11 +22,11 @@ import { BurstLog } from './burst-log.js';
 import { BytesInFlight } from './bytes-in-flight.js';
 import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { DEFAULT_FIGHT_POLICY, FightDetector } from './fight-detector.js';
+import { DEFAULT_FIGHT_POLICY, FIGHT_CAUSE, FightDetector } from './fight-detector.js';
 import { GonePaths } from './gone-paths.js';
 import type { ConfigStatus } from './readiness.js';
 import { Spares } from './spares.js';
-import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
+import { openDelegate, openLinkTarget, resolveDelegate, SymlinkTargets } from './symlink-targets.js';
 
 export type ReconcilerDeps = KeeperDeps;
 
@@ -35,6 +36,8 @@ interface Source {
   name: string;
   /** The symlink's text when the config is a symlink. */
   linkText?: string;
+  /** A meta-plugin's delegate named by path (meta-plugin.ts): never converted, nor a meta itself. */
+  pinned?: boolean;
 }
 
 // Errors that say "not now" rather than "never": the pass is retried shortly, not at the next resync.
@@ -223,7 +226,6 @@ export class Reconciler {
       return undefined;
     }
     if (read.kind === 'symlink') return this.passLinked(netDir, name);
-    this.targets.remove(name);
     return this.patch(netDir, name, { dir: netDir, name }, read);
   }
 
@@ -293,13 +295,31 @@ export class Reconciler {
       }
 
       const plan = planPatch(content, plugin);
+      // A regular file in net.d leads nowhere else (a meta-plugin's pass says where it delegates).
+      if (source.linkText === undefined && source.pinned !== true && plan.action !== 'delegates') this.targets.remove(name);
       if (plan.action === 'invalid') {
         // Half-written or broken: leave it as it is; the write that completes it brings another event.
         if (this.problem(name, 'invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`)) this.deps.metrics.parseErrors.inc();
         return;
       }
+      if (plan.action === 'refuse') {
+        this.problem(name, 'error', plan.reason);
+        return;
+      }
+      if (plan.action === 'delegates') {
+        if (source.pinned === true) this.problem(name, 'error', 'Multus delegates to another meta-plugin config: nothing to chain');
+        else await this.passDelegate(netDir, name, plan.delegation);
+        return;
+      }
       if (plan.action === 'none') {
         this.chained(name);
+        return;
+      }
+      // Never chain without the plugin's binary (plugin-binary.ts): the pod would fail, or start
+      // unmeshed. The reinstall that brings it back rescans.
+      const noBinary = this.deps.binary.problem();
+      if (noBinary !== undefined) {
+        this.problem(name, 'no-binary', noBinary);
         return;
       }
       // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
@@ -311,6 +331,12 @@ export class Reconciler {
       // for V8 to optimise during a storm (12 ms of Turbofan, --trace-opt).
       const destName = plan.upgraded ? conflistName(name) : name;
       if (destName !== name) {
+        // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
+        const pinnedBy = source.pinned === true ? name : this.metaPinning(netDir, source);
+        if (pinnedBy !== undefined) {
+          this.problem(name, 'error', `${pinnedBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
+          return;
+        }
         await this.upgrade(netDir, name, destName, source, fileKey, content, plan.bytes, owner);
         return;
       }
@@ -327,7 +353,7 @@ export class Reconciler {
       this.fights.wrote(fileKey);
       this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
       this.deps.metrics.patches.inc();
-      const target = source.linkText === undefined ? undefined : this.deps.root.fromDisk(fileKey);
+      const target = source.linkText === undefined && source.pinned !== true ? undefined : this.deps.root.fromDisk(fileKey);
       if (target !== undefined) this.deps.onTargetPatched?.(target);
       // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
       // otherwise cost 1,000 synchronous log writes on the hot path).
@@ -346,6 +372,55 @@ export class Reconciler {
     } finally {
       this.inFlight.release(held);
     }
+  }
+
+  /**
+   * A meta-plugin config (Multus) is never chained itself: the config it delegates to by path is,
+   * where it lives, and the meta config's status is that delegate's (meta-plugin.ts).
+   */
+  private async passDelegate(netDir: Dir, name: string, delegation: Exclude<Delegation, { kind: 'embedded' }>): Promise<void> {
+    const { config, root } = this.deps;
+    if (delegation.kind !== 'path') {
+      this.targets.remove(name);
+      if (delegation.kind === 'none') this.problem(name, 'invalid', 'a meta-plugin config with neither clusterNetwork nor delegates');
+      else {
+        this.problem(
+          name,
+          'error',
+          `Multus delegates to the network ${JSON.stringify(delegation.name)} by name (a NetworkAttachmentDefinition or a config in Multus' confDir), which cni-chainer cannot see: set clusterNetwork to the primary config's path`,
+        );
+      }
+      return;
+    }
+    const target = openDelegate(root, delegation.path, this.targets, name);
+    if (!target.ok) {
+      this.problem(name, target.status, `Multus delegates to ${delegation.path}: ${target.detail}`);
+      if (target.retrySoon) this.retryLater(name, TRANSIENT_RETRY_MS);
+      return;
+    }
+    try {
+      await this.patch(netDir, name, { dir: target.dir, name: target.name, pinned: true }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
+    } finally {
+      target.dir.close();
+    }
+  }
+
+  /**
+   * The meta-plugin config in net.d that reads `source` by path, if any. Looked up only when a
+   * single-plugin config is about to be converted (rare), so it may list and read net.d.
+   */
+  private metaPinning(netDir: Dir, source: Source): string | undefined {
+    const hostPath = this.deps.root.fromDisk(`${source.dir.disk}/${source.name}`);
+    for (const name of libcniOrder(netDir.list())) {
+      if (name === source.name && source.dir.disk === netDir.disk) continue;
+      const read = readEntry(netDir, name, this.deps.config.maxConfigBytes);
+      if (read.kind !== 'file') continue;
+      const plan = planPatch(read.bytes, this.deps.plugin);
+      if (plan.action !== 'delegates' || plan.delegation.kind !== 'path') continue;
+      const resolved = resolveDelegate(this.deps.root, plan.delegation.path);
+      if (resolved === hostPath) return name;
+    }
+    return undefined;
   }
 
   /**
@@ -411,7 +486,7 @@ export class Reconciler {
         this.deps.metrics.fights.inc();
         this.deps.log.warn(
           { file: name, backoffMs: verdict.backoffMs },
-          'another writer reverts the plugin within milliseconds of every write (a primary CNI in exclusive mode, such as Cilium with cni.exclusive=true, or a config manager that watches the file); backing off',
+          `another writer reverts the plugin within milliseconds of every write (${FIGHT_CAUSE}); backing off`,
         );
       }
     }
@@ -419,7 +494,7 @@ export class Reconciler {
     if (left === 0) return false;
     this.deps.log.debug({ file: name, backoffMs: left }, 'backing off');
     this.deps.metrics.backoffs.inc();
-    this.deps.readiness.set(name, 'backoff', `patch reverted within milliseconds of each write; next try in ${left} ms`);
+    this.deps.readiness.set(name, 'backoff', `patch reverted within milliseconds of each write (${FIGHT_CAUSE}); next try in ${left} ms`);
     this.retryLater(name, left);
     return true;
   }

@@ -5,6 +5,8 @@ import path from 'node:path';
 import type { Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
 import type { HostRoot } from '../fs/host-root.js';
+import type { Resolution } from '../fs/resolve-in-root.js';
+import { delegatePathCandidates } from '../cni/meta-plugin.js';
 
 export type LinkTarget =
   | { ok: true; dir: Dir; name: string }
@@ -17,7 +19,29 @@ export type LinkTarget =
  * write lands in that directory or nowhere. The caller closes `dir`.
  */
 export function openLinkTarget(root: HostRoot, netDir: string, link: string, targets: SymlinkTargets, key: string): LinkTarget {
-  const resolved = root.resolve(path.posix.join(netDir, link));
+  return openResolved(root, root.resolve(path.posix.join(netDir, link)), targets, key);
+}
+
+/**
+ * The file a meta-plugin (Multus) names by path, resolved inside the host root: the path as written,
+ * else without the `/host` prefix of Multus' own pod. Its directory is watched like a link target's,
+ * so that the primary's rewrites of it re-chain it. The caller closes `dir`.
+ */
+export function openDelegate(root: HostRoot, delegatePath: string, targets: SymlinkTargets, key: string): LinkTarget {
+  const candidates = delegatePathCandidates(delegatePath).map((p) => root.resolve(p));
+  return openResolved(root, candidates.find((r) => r.ok) ?? candidates.at(-1)!, targets, key);
+}
+
+/** The host path of the file a meta-plugin names by path, if it resolves to one. */
+export function resolveDelegate(root: HostRoot, delegatePath: string): string | undefined {
+  for (const candidate of delegatePathCandidates(delegatePath)) {
+    const resolved = root.resolve(candidate);
+    if (resolved.ok && resolved.kind === 'file') return resolved.path;
+  }
+  return undefined;
+}
+
+function openResolved(root: HostRoot, resolved: Resolution, targets: SymlinkTargets, key: string): LinkTarget {
   if (!resolved.ok) {
     if (resolved.code === 'ENOENT') {
       // Dangling: watch where the target would appear, and patch it when it does.

@@ -7,7 +7,14 @@ import { readEntry } from '../fs/bounded-read.js';
 import { withDir } from '../fs/dir.js';
 import type { HostRoot } from '../fs/host-root.js';
 import type { Logger } from '../log.js';
+import { isOwnedCopyName } from '../cni/names.js';
+import { withDirSync } from '../fs/dir.js';
 import { listNodeConfigs, type NodeConfig } from './node-configs.js';
+
+// Backups other agents make of the configs they push aside, and never restore: Cilium's cni.exclusive
+// renames every other config to `<name>.cilium_bak`, and reads them back in its chaining mode. Ours
+// (of an in-place patch, or an owned copy) must not outlive us carrying the plugin.
+const BACKUP_SUFFIXES = ['.cilium_bak'];
 
 const ATTEMPTS = 5;
 // Shutdown has a deadline (terminationGracePeriodSeconds): fsyncs of many files run side by side.
@@ -21,9 +28,19 @@ export interface UnpatchResult {
 }
 
 /** 'removed', 'absent' (nothing to do), or 'kept' (the plugin is still in the file). */
-async function unpatchOne(root: HostRoot, config: NodeConfig, netDir: string, pluginType: string, maxBytes: number, log: Logger): Promise<'removed' | 'absent' | 'kept'> {
+async function unpatchOne(root: HostRoot, config: NodeConfig & { backupOfOwnedCopy?: boolean }, netDir: string, pluginType: string, maxBytes: number, log: Logger): Promise<'removed' | 'absent' | 'kept'> {
   if (config.file === undefined) return 'absent';
   const file = config.file;
+  if (config.backupOfOwnedCopy === true) {
+    // A backup of our own copy: ours alone, so it goes whole.
+    return withDir(root.openDir(path.posix.dirname(file)), (dir) => {
+      const read = readEntry(dir, config.name, maxBytes);
+      if (read.kind !== 'file' || planUnpatch(read.bytes, pluginType).action !== 'write') return 'absent';
+      dir.unlink(config.name);
+      log.info({ file: config.name }, 'removed a backup another agent made of the owned config');
+      return 'removed';
+    });
+  }
   return withDir(root.openDir(path.posix.dirname(file)), async (dir) => {
     const name = path.posix.basename(file);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -45,6 +62,20 @@ async function unpatchOne(root: HostRoot, config: NodeConfig, netDir: string, pl
   });
 }
 
+/** Backups of configs in net.d (BACKUP_SUFFIXES): regular files only, never followed. */
+function listBackups(root: HostRoot, netDir: string, pluginType: string): Array<NodeConfig & { backupOfOwnedCopy: boolean }> {
+  let names: string[];
+  try {
+    names = withDirSync(root.openDir(netDir), (dir) => dir.list().filter((n) => BACKUP_SUFFIXES.some((s) => n.endsWith(s)) && dir.lstat(n)?.isFile() === true));
+  } catch {
+    return [];
+  }
+  return names.map((name) => {
+    const original = name.slice(0, name.lastIndexOf('.'));
+    return { name, file: path.posix.join(netDir, name), libcni: false, backupOfOwnedCopy: isOwnedCopyName(original, pluginType) };
+  });
+}
+
 /** Removes the plugin from every config of the node; says which configs still hold it. */
 export async function unpatchNode(
   root: HostRoot,
@@ -55,7 +86,7 @@ export async function unpatchNode(
   log: Logger,
   extraFiles: readonly string[] = [],
 ): Promise<UnpatchResult> {
-  const configs = listNodeConfigs(root, netDir, suffixes) ?? [];
+  const configs = [...(listNodeConfigs(root, netDir, suffixes) ?? []), ...listBackups(root, netDir, pluginType)];
   // Former symlink targets the daemon once patched: a retargeted link left them behind, still chained.
   const listed = new Set(configs.map((c) => c.file));
   for (const file of extraFiles) if (!listed.has(file)) configs.push({ name: file, file, libcni: false });

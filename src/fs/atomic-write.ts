@@ -9,7 +9,7 @@
 // write landed in between and we swap it straight back and report 'stale'. The temp name carries the
 // hash of what we expected to replace: should we die between the exchange and the give-back, the
 // sweep at the next start finds a temp whose content is not that hash and puts it back
-// (fs/stranded-temps.ts).
+// (daemon/temp-sweep.ts).
 //
 // A write of bytes is one call into the addon (native/entry_io.h) that runs the whole sequence (create,
 // fill, chmod, chown, xattrs, fsync, exchange, compare, unlink) on libuv's thread pool: during a storm

@@ -99,6 +99,20 @@ export class Dir {
     this.call(name, () => addon.unlinkat(this.fd, name, 0));
   }
 
+  /** Unlinks each of `names` that exists; returns those it removed. */
+  unlinkExisting(names: Iterable<string>): string[] {
+    const removed: string[] = [];
+    for (const name of names) {
+      try {
+        this.unlink(name);
+        removed.push(name);
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT') throw err;
+      }
+    }
+    return removed;
+  }
+
   symlink(target: string, name: string): void {
     this.call(name, () => addon.symlinkat(target, this.fd, name));
   }

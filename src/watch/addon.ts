@@ -93,6 +93,10 @@ export interface InotifyAddon {
   sha256(data: Buffer | string): string;
   /** n bytes from getrandom(2). */
   getrandom(n: number): Buffer;
+  /** flock(2) with LOCK_NB on an open fd: false when another open file description holds the lock. */
+  flock(fd: number, exclusive: boolean): boolean;
+  /** A blocking shared flock(2) on libuv's pool: settles once no other description holds LOCK_EX. */
+  flockWait(fd: number): Promise<void>;
   /** _exit(2): ends the process without Node's teardown (native/exit_now.h says why). */
   exitNow(code: number): never;
   constants: InotifyConstants;

@@ -37,6 +37,11 @@ function unwritten(bytes: Buffer): Buffer {
 /** The JSON-level patch of version 0.1: what the byte-exact patch must mean wherever that one lost nothing. */
 function jsonLevelPatch(doc: JsonObject, ours: JsonObject): JsonObject {
   const typeOf = (p: Json) => (isJsonObject(p) && typeof p.type === 'string' ? p.type : undefined);
+  // A meta-plugin (Multus) with embedded delegates: the plugin goes into its first delegate only.
+  if (typeOf(doc) === 'multus' && Array.isArray(doc.delegates)) {
+    const [first, ...rest] = doc.delegates as JsonObject[];
+    return { ...doc, delegates: [jsonLevelPatch(first!, ours), ...rest] };
+  }
   if (!Object.hasOwn(doc, 'plugins')) {
     const upgraded: JsonObject = {};
     if (doc.cniVersion !== undefined) upgraded.cniVersion = doc.cniVersion;
@@ -59,7 +64,7 @@ describe.each(fixtureNames)('fixture %s', (name) => {
   it('is left alone once chained, and the unpatch gives back the exact bytes', () => {
     const out = written(text);
     expect(planPatch(out, plugin)).toEqual({ action: 'none' });
-    if (Array.isArray(original.plugins)) {
+    if (Array.isArray(original.plugins) || original.type === 'multus') {
       expect(unwritten(out).toString()).toBe(text);
     } else {
       // The upgraded conflist holds the original .conf bytes verbatim as its first plugin.
@@ -189,11 +194,14 @@ describe('patching rules', () => {
     expect(chainState(scanConfig(b('{"plugins":[{"mtu":1,"type":"p"}]}')), p)).toBe('chained');
   });
 
-  it('does not descend into Multus delegates', () => {
-    const doc = JSON.parse(written(fixture('00-multus.conf')).toString()) as JsonObject;
-    const multus = (doc.plugins as JsonObject[])[0]!;
-    expect(multus.delegates).toEqual((JSON.parse(fixture('00-multus.conf')) as JsonObject).delegates);
-    expect(JSON.stringify(multus.delegates)).not.toContain(TYPE);
+  it("chains Multus' embedded delegate, never Multus itself: no conversion, one plugin entry", () => {
+    const out = written(fixture('00-multus.conf'));
+    const doc = JSON.parse(out.toString()) as JsonObject;
+    expect(doc.type).toBe('multus');
+    expect(doc.plugins).toBeUndefined();
+    const delegate = (doc.delegates as JsonObject[])[0]!;
+    expect((delegate.plugins as JsonObject[]).at(-1)).toEqual(pluginValue);
+    expect(out.toString().split(`"type": "${TYPE}"`).length - 1).toBe(1);
   });
 
   it.each([
@@ -363,5 +371,61 @@ describe('properties', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('meta-plugins (Multus): never chained themselves, their delegate is', () => {
+  const restDelegates = fc.array(otherPluginText, { maxLength: 2 });
+  const multusAround = (delegate: string, a: string, rest: string[]) =>
+    `{${a}"cniVersion": "0.3.1",${a}"name": "multus-cni-network",${a}"type": "multus",${a}"delegates": [${a}${[delegate, ...rest].join(`,${a}`)}${a}]${a}}\n`;
+
+  it('an embedded delegate gets the plugin inside Multus, byte-exact, and it comes out exactly', () => {
+    fc.assert(
+      fc.property(conflistText, ws, restDelegates, (delegate, a, rest) => {
+        const text = multusAround(delegate.trim(), a, rest);
+        const out = written(text);
+        const start = text.indexOf(delegate.trim());
+        const end = start + delegate.trim().length;
+        // Everything outside the first delegate is untouched; the delegate is patched as a conflist would be.
+        expect(out.subarray(0, start).toString()).toBe(text.slice(0, start));
+        expect(out.subarray(out.length - (text.length - end)).toString()).toBe(text.slice(end));
+        expect(out.subarray(start, out.length - (text.length - end)).toString()).toBe(written(delegate.trim()).toString());
+        expect(planPatch(out, plugin)).toEqual({ action: 'none' });
+        expect(unwritten(out).toString()).toBe(text);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("Multus' conflist form (cniVersion 1.0.0) is a meta-plugin too", () => {
+    const text = `{"cniVersion":"1.0.0","name":"multus-cni-network","plugins":[{"type":"multus","delegates":[${fixture('10-calico.conflist').trim()}]}]}`;
+    const out = written(text);
+    const doc = JSON.parse(out.toString()) as { plugins: Array<{ delegates: Array<{ plugins: JsonObject[] }> }> };
+    expect(doc.plugins).toHaveLength(1);
+    expect(doc.plugins[0]!.delegates[0]!.plugins.at(-1)).toEqual(pluginValue);
+    expect(unwritten(out).toString()).toBe(text);
+  });
+
+  it.each([
+    ['a path', '"clusterNetwork": "/host/etc/cni/net.d/10-calico.conflist"', { kind: 'path', path: '/host/etc/cni/net.d/10-calico.conflist' }],
+    ['a name', '"clusterNetwork": "calico"', { kind: 'name', name: 'calico' }],
+    ['a path, delegates ignored as Multus ignores them', `"clusterNetwork": "/etc/cni/net.d/x.conflist", "delegates": [${fixture('10-flannel.conflist')}]`, { kind: 'path', path: '/etc/cni/net.d/x.conflist' }],
+    ['neither', '"kubeconfig": "/x"', { kind: 'none' }],
+  ])('clusterNetwork given as %s: never written', (_, member, delegation) => {
+    const text = `{"cniVersion": "0.3.1", "name": "multus-cni-network", "type": "multus", ${member}}`;
+    expect(planPatch(b(text), plugin)).toEqual({ action: 'delegates', delegation });
+    expect(planUnpatch(b(text), TYPE)).toEqual({ action: 'none' });
+  });
+
+  it('a single-plugin embedded delegate is refused, not converted inside Multus', () => {
+    const plan = planPatch(b(multusAround(fixture('10-calico.conf').trim(), ' ', [])), plugin);
+    expect(plan.action).toBe('refuse');
+  });
+
+  it('an earlier version that chained Multus itself is repaired by the unpatch', () => {
+    const legacy = `{"cniVersion":"0.3.1","name":"multus-cni-network","plugins":[${fixture('00-multus.conf').trim()},${plugin.text}]}`;
+    const plan = planUnpatch(b(legacy), TYPE);
+    expect(plan.action).toBe('write');
+    expect(JSON.parse((plan as { bytes: Buffer }).bytes.toString()).plugins).toHaveLength(1);
   });
 });

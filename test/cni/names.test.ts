@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { conflistName, isConfigName, isOwnTempName, isTempName, libcniOrder, tempNameFor } from '../../src/cni/names.js';
+import { compareNames, conflistName, isConfigName, isOwnedCopyName, isOwnTempName, isTempName, libcniOrder, ownedNameFor, tempNameFor } from '../../src/cni/names.js';
 
 const DEFAULT = ['.conflist', '.conf'];
 
@@ -73,5 +73,39 @@ describe('conflistName', () => {
     ['05-x.conflist-current', '05-x.conflist-current'],
   ])('%s → %s', (from, to) => {
     expect(conflistName(from)).toBe(to);
+  });
+});
+
+describe('ownedNameFor: the owned copy sorts right before the primary it follows', () => {
+  const stem = fc.string({ unit: fc.constantFrom('0', '1', '9', '-', '.', '_', 'a', 'k', 'z', 'Z', '~', 'é'), minLength: 1, maxLength: 12 });
+  const primary = fc.tuple(stem, fc.constantFrom('.conf', '.conflist', '.json')).map(([s, ext]) => `${s}${ext}`);
+  const other = fc.tuple(stem, fc.constantFrom('.conf', '.conflist', '.json')).map(([s, ext]) => `${s}${ext}`);
+
+  it.each([
+    ['10-calico.conflist', '10-calico-linkerd-cni.conflist'],
+    ['01-kube-ovn.conflist', '01-kube-ovn-linkerd-cni.conflist'],
+    ['00-aaa.conflist', '00-aaa-linkerd-cni.conflist'],
+    ['10-calico.conf', '10-calico-linkerd-cni.conflist'],
+  ])('%s -> %s', (p, owned) => {
+    expect(ownedNameFor(p, 'linkerd-cni')).toBe(owned);
+    expect(isOwnedCopyName(owned, 'linkerd-cni')).toBe(true);
+    expect(isOwnedCopyName(p, 'linkerd-cni')).toBe(false);
+  });
+
+  it('sorts before the primary, and after every name before it that does not start with its stem and "-" or "."', () => {
+    fc.assert(
+      fc.property(primary, other, (p, q) => {
+        const owned = ownedNameFor(p, 'linkerd-cni');
+        expect(compareNames(owned, p)).toBeLessThan(0);
+        const stemOf = p.slice(0, p.lastIndexOf('.'));
+        if (compareNames(q, p) < 0 && !q.startsWith(`${stemOf}-`) && !q.startsWith(`${stemOf}.`)) expect(compareNames(q, owned)).toBeLessThan(0);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('names the legacy default name as an owned copy', () => {
+    expect(isOwnedCopyName('01-linkerd-cni.conflist', 'linkerd-cni')).toBe(true);
+    expect(isOwnedCopyName('-linkerd-cni.conflist', 'linkerd-cni')).toBe(false);
   });
 });

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, requirePlugin } from '../../src/config.js';
 import { DEFAULT_FIGHT_POLICY } from '../../src/daemon/fight-detector.js';
 import { Metrics } from '../../src/daemon/metrics.js';
+import { PluginBinary } from '../../src/daemon/plugin-binary.js';
 import { Readiness } from '../../src/daemon/readiness.js';
 import { Reconciler } from '../../src/daemon/reconciler.js';
 import { HostRoot } from '../../src/fs/host-root.js';
@@ -24,17 +25,26 @@ function node() {
   const targets = path.join(hostRoot, 'var/lib/cni-configs');
   mkdirSync(netDir, { recursive: true });
   mkdirSync(targets, { recursive: true });
-  const config = loadConfig({ CONTAINER_MOUNT_PREFIX: hostRoot, CNI_NETWORK_CONFIG: pluginText });
+  // The plugin's binary, installed: nothing is chained without it (plugin-binary.ts).
+  const containerBin = path.join(hostRoot, '..', `${path.basename(hostRoot)}-container-bin`);
+  mkdirSync(containerBin);
+  mkdirSync(path.join(hostRoot, 'opt/cni/bin'), { recursive: true });
+  for (const dir of [containerBin, path.join(hostRoot, 'opt/cni/bin')]) writeFileSync(path.join(dir, 'linkerd-cni'), '#!/bin/sh\n', { mode: 0o755 });
+  const config = loadConfig({ CONTAINER_MOUNT_PREFIX: hostRoot, CNI_NETWORK_CONFIG: pluginText, CONTAINER_CNI_BIN_DIR: containerBin });
+  const root = new HostRoot(hostRoot);
+  const binary = new PluginBinary(root, config.binDir, config.containerBinDir, requirePlugin(config).type);
+  expect(binary.installedNow()).toBeUndefined();
   const readiness = new Readiness();
   const clock = { now: 0 };
   const reconciler = new Reconciler(
     {
       config,
       plugin: requirePlugin(config),
-      root: new HostRoot(hostRoot),
+      root,
       log: createLogger('silent'),
       metrics: new Metrics(),
       readiness,
+      binary,
       isActive: () => true,
       onTargetDir: () => {},
       now: () => clock.now,

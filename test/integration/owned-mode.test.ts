@@ -1,17 +1,20 @@
 // CNI_PATCH_MODE=owned: the primary's file is never touched; the agent's own file, loaded first by the
 // runtime, holds the primary's config with the plugin appended.
-import { existsSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { addon } from '../../src/watch/addon.js';
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/fixtures.js';
 import { freePort, NodeHost, probe } from '../helpers/node-host.js';
 import { waitFor } from '../helpers/wait.js';
 
-const OWNED = '01-linkerd-cni.conflist';
+// The copy is named after the primary it follows (names.ts ownedNameFor).
+const OWNED = '10-calico-linkerd-cni.conflist';
 
 /** The owned copy is chained and holds `marker` (it may come and go while the agent follows the primary). */
-function ownedHolds(host: NodeHost, marker: string): boolean {
+function ownedHolds(host: NodeHost, marker: string, owned = OWNED): boolean {
   try {
-    return host.isChained(OWNED) && host.read(OWNED).includes(marker);
+    return host.isChained(owned) && host.read(owned).includes(marker);
   } catch {
     return false;
   }
@@ -37,9 +40,9 @@ describe('owned mode', () => {
     rmSync(host.net('10-calico.conflist'));
     await waitFor(() => !existsSync(host.net(OWNED)), 'the copy removed with the primary');
     host.putFixture('10-flannel.conflist');
-    await waitFor(() => ownedHolds(host, '"flannel"'), 'a new primary is copied');
+    await waitFor(() => ownedHolds(host, '"flannel"', '10-flannel-linkerd-cni.conflist'), 'a new primary is copied');
     expect((await daemon.stop()).code).toBe(0);
-    expect(existsSync(host.net(OWNED))).toBe(false);
+    expect(existsSync(host.net('10-flannel-linkerd-cni.conflist'))).toBe(false);
     expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
   });
 
@@ -48,31 +51,35 @@ describe('owned mode', () => {
     host.putFixture('05-cilium.conflist', '05-cilium.conflist-current');
     symlinkSync('05-cilium.conflist-current', host.net('05-cilium.conflist'));
     const daemon = await host.started({ CNI_PATCH_MODE: 'owned' });
-    await waitFor(() => ownedHolds(host, '"cilium-cni"'), 'copy of the link target');
+    const ciliumCopy = '05-cilium-linkerd-cni.conflist';
+    await waitFor(() => ownedHolds(host, '"cilium-cni"', ciliumCopy), 'copy of the link target');
     host.put('05-cilium.conflist-current', fixture('05-cilium.conflist').replace('"cilium-cni"', '"cilium-cni", "x": 1'));
-    await waitFor(() => ownedHolds(host, '"x": 1'), 'the copy follows the target');
+    await waitFor(() => ownedHolds(host, '"x": 1', ciliumCopy), 'the copy follows the target');
     rmSync(host.net('05-cilium.conflist'));
     host.putFixture('10-calico.conf');
     await waitFor(() => ownedHolds(host, '"calico"'), 'copy of a .conf primary, as a conflist');
+    expect(existsSync(host.net(ciliumCopy))).toBe(false);
     expect(host.read('10-calico.conf')).toBe(fixture('10-calico.conf'));
     expect(host.read(OWNED)).toContain(fixture('10-calico.conf').trim());
     await daemon.stop();
   });
 
-  it('removes a stale copy whose primary is gone, first thing at start', async () => {
+  it('removes a stale copy whose primary is gone, first thing at start (the name of earlier versions too)', async () => {
     const host = new NodeHost();
-    writeFileSync(host.net(OWNED), fixture('10-flannel.conflist'));
+    const chained = (text: string) => text.replace(/\]\s*\}\s*$/, `, ${JSON.stringify(host.plugin)}]}`);
+    writeFileSync(host.net(OWNED), chained(fixture('10-flannel.conflist')));
+    writeFileSync(host.net('01-linkerd-cni.conflist'), chained(fixture('10-flannel.conflist')));
     const daemon = await host.started({ CNI_PATCH_MODE: 'owned' });
-    await waitFor(() => !existsSync(host.net(OWNED)), 'stale copy removed');
+    await waitFor(() => !existsSync(host.net(OWNED)) && !existsSync(host.net('01-linkerd-cni.conflist')), 'stale copies removed');
     expect(readdirSync(host.netDir).filter((n) => n.endsWith('.conflist'))).toEqual([]);
     await daemon.stop();
   });
 
-  it('is not ready when a config sorts before the owned name (the runtime would not load it first)', async () => {
+  it('is not ready when a config sorts before the owned name the operator set (the runtime would not load it first)', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist', '00-calico.conflist');
     const port = await freePort();
-    await host.started({ CNI_PATCH_MODE: 'owned', HEALTH_PORT: String(port) });
+    await host.started({ CNI_PATCH_MODE: 'owned', HEALTH_PORT: String(port), CNI_OWNED_CONFIG_NAME: '01-linkerd-cni.conflist' });
     const r = await probe(port, '/readyz');
     expect(r.status).toBe(503);
     expect(r.body).toContain('00-calico.conflist sorts before 01-linkerd-cni.conflist');
@@ -87,5 +94,31 @@ describe('owned mode', () => {
     expect((await host.cli(['uninstall'], { CNI_PATCH_MODE: 'owned' })).code).toBe(0);
     expect(existsSync(host.net(OWNED))).toBe(false);
     expect(readFileSync(host.net('10-calico.conflist'), 'utf8')).toBe(fixture('10-calico.conflist'));
+  });
+});
+
+describe('owned mode keeps what the primary set', () => {
+  it("copies the primary's mode, owner, ACL and xattrs: a 0600 config is never copied world-readable", async () => {
+    const host = new NodeHost();
+    const primary = host.net('10-calico.conflist');
+    writeFileSync(primary, fixture('10-calico.conflist'), { mode: 0o600 });
+    chownSync(primary, 1234, 5678);
+    execFileSync('setfacl', ['-m', 'u:4321:r', primary]);
+    const fd = openSync(primary, 'r');
+    addon.fsetxattr(fd, 'user.cni-test', Buffer.from('label'));
+    closeSync(fd);
+    const daemon = await host.started({ CNI_PATCH_MODE: 'owned' });
+    await waitFor(() => ownedHolds(host, '"calico"'), 'copy');
+    const st = statSync(host.net(OWNED));
+    expect([st.mode & 0o7777, st.uid, st.gid]).toEqual([statSync(primary).mode & 0o7777, 1234, 5678]);
+    expect(execFileSync('getfacl', ['-c', host.net(OWNED)], { encoding: 'utf8' })).toContain('user:4321:r--');
+    const copyFd = openSync(host.net(OWNED), 'r');
+    expect(addon.xattrs(copyFd).find(([k]) => k === 'user.cni-test')?.[1].toString()).toBe('label');
+    closeSync(copyFd);
+    // The primary is tightened later: the copy follows at the next sync.
+    chmodSync(primary, 0o400);
+    host.put('10-calico.conflist.unrelated.conflist', fixture('10-flannel.conflist'));
+    await waitFor(() => (statSync(host.net(OWNED)).mode & 0o777) === 0o400, 'the mode follows');
+    await daemon.stop();
   });
 });

@@ -19,9 +19,12 @@ describe('start-up', () => {
     const daemon = await host.started();
     // 10-calico.conf and 10-calico.conflist both exist in the fixtures: the upgrade never overwrites the
     // existing conflist, so the .conf stays as it is (status conflict) and the conflist is chained itself.
-    const converted = fixtureNames.filter((n) => n !== '10-calico.conf');
+    // Multus' 00-multus.conf is a meta-plugin: never converted, its embedded delegate chained inside.
+    const converted = fixtureNames.filter((n) => n !== '10-calico.conf' && n !== '00-multus.conf');
     const expected = converted.map((n) => n.replace(/\.conf$/, '.conflist'));
     await waitFor(() => expected.every((n) => host.isChained(n)), 'every config chained');
+    await waitFor(() => host.read('00-multus.conf').includes(`"${String(host.plugin.type)}"`), "Multus' delegate chained");
+    expect(existsSync(host.net('00-multus.conflist'))).toBe(false);
     for (const conf of converted.filter((n) => n.endsWith('.conf'))) expect(existsSync(host.net(conf))).toBe(false);
     expect(host.read('10-calico.conf')).toBe(fixture('10-calico.conf'));
     const unpatched = planUnpatch(readFileSync(host.net('10-calico.conflist')), host.plugin.type as string);

@@ -144,7 +144,7 @@ describe.skipIf(reason !== undefined)('pods on a real containerd', () => {
     host.put('10-containerd-net.conflist', PRIMARY);
     const agent = startAgent({ CNI_PATCH_MODE: 'owned' });
     await ready(agent);
-    expect(chained(host.net('01-linkerd-cni.conflist'))).toBe(true);
+    expect(chained(host.net('10-containerd-net-linkerd-cni.conflist'))).toBe(true);
     const primary = churn(host.net('10-containerd-net.conflist'), PRIMARY, 100);
     const end = Date.now() + 20_000;
     const runs = await createPods(() => Date.now() > end);
@@ -155,7 +155,7 @@ describe.skipIf(reason !== undefined)('pods on a real containerd', () => {
     expect(result.meshed).toBe(result.total);
     expect(host.read('10-containerd-net.conflist')).toBe(PRIMARY);
     expect((await agent.stop()).code).toBe(0);
-    expect(existsSync(host.net('01-linkerd-cni.conflist'))).toBe(false);
+    expect(existsSync(host.net('10-containerd-net-linkerd-cni.conflist'))).toBe(false);
   }, 60_000);
 
   it('start: pods requested from the moment the agent is exec\'d; reports exec to the first meshed sandbox', async () => {
