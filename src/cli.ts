@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point: argument parsing and exit codes. 0 ok, 1 failure (or `check`: not chained), 2 bad usage
 // or configuration.
+import { statSync } from 'node:fs';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
 import { addon } from './watch/addon.js';
@@ -17,7 +18,7 @@ const USAGE = `Usage: cni-chainer [run | uninstall | check [--json]] [--help] [-
   check      report the node's CNI configs; exit 0 when the one the runtime loads is chained
 
 Configuration comes from the environment (CONTAINER_MOUNT_PREFIX, DEST_CNI_NET_DIR,
-CNI_NETWORK_CONFIG, ...): see DESIGN.md §1 in the repository.
+CNI_NETWORK_CONFIG, ...): see the README's "Configuration" and docs/design.md in the repository.
 `;
 
 class UsageError extends Error {}
@@ -41,8 +42,20 @@ function parseArgs(argv: string[]): Args | 'help' | 'version' {
   return { command: command ?? 'run', json };
 }
 
+/** The container's binaries are copied to the host first of all: a missing dir is a configuration error. */
+function requireContainerBinDir(config: Config): void {
+  let isDir = false;
+  try {
+    isDir = statSync(config.containerBinDir).isDirectory();
+  } catch (err) {
+    throw new ConfigError([`CONTAINER_CNI_BIN_DIR: ${config.containerBinDir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} (the plugin binaries to install must be there)`]);
+  }
+  if (!isDir) throw new ConfigError([`CONTAINER_CNI_BIN_DIR: ${config.containerBinDir} is not a directory`]);
+}
+
 async function run(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
+  requireContainerBinDir(config);
   const log = createLogger(config.logLevel, config.logFormat);
   const [{ Daemon }, { Metrics }] = await Promise.all([import('./daemon/daemon.js'), import('./daemon/metrics.js')]);
   const metrics = new Metrics(VERSION, config.backend);

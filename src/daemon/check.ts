@@ -27,6 +27,8 @@ export interface ConfigReport {
 export interface NodeReport {
   netDir: string;
   netDirExists: boolean;
+  /** Why net.d could not be looked into: "does not exist", "is not a directory", "cannot be read: EACCES". */
+  netDirProblem?: string;
   loaded?: string;
   /** The plugin's binary in the host bin dir: a config naming a missing binary fails every pod. */
   binary: { path: string; present: boolean; detail?: string };
@@ -124,8 +126,18 @@ export type CheckConfig = Pick<Config, 'netDir' | 'binDir' | 'suffixes' | 'maxCo
 
 export function inspectNode(root: HostRoot, config: CheckConfig, plugin: ChainedPlugin): NodeReport {
   const binary = { path: path.posix.join(config.binDir, plugin.type), ...binaryState(root, config.binDir, config.containerBinDir, plugin.type) };
-  const configs = listNodeConfigs(root, config.netDir, config.suffixes);
-  if (configs === undefined) return { netDir: config.netDir, netDirExists: false, binary, chained: false, configs: [] };
+  let configs: NodeConfig[] | undefined;
+  try {
+    configs = listNodeConfigs(root, config.netDir, config.suffixes);
+  } catch (err) {
+    const problem = `cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+    return { netDir: config.netDir, netDirExists: true, netDirProblem: problem, binary, chained: false, configs: [] };
+  }
+  if (configs === undefined) {
+    const resolved = root.resolve(config.netDir);
+    const problem = resolved.ok && resolved.kind !== 'dir' ? 'is not a directory' : 'does not exist';
+    return { netDir: config.netDir, netDirExists: false, netDirProblem: problem, binary, chained: false, configs: [] };
+  }
   // A name that is not UTF-8 may be the one libcni loads (it reads names as bytes): it counts, unread.
   const loaded = libcniOrder(configs.filter((c) => c.file !== undefined || c.undecodable === true).map((c) => c.name))[0];
   const reports = configs
@@ -178,7 +190,7 @@ export function printable(name: string): string {
 }
 
 export function formatReport(report: NodeReport): string {
-  if (!report.netDirExists) return `${report.netDir}: does not exist\nnot chained: no CNI config\n`;
+  if (report.netDirProblem !== undefined) return `${printable(report.netDir)}: ${report.netDirProblem}\nnot chained: no CNI config can be read\n`;
   const lines = [`${report.netDir}:`];
   if (report.configs.length === 0) lines.push('  (no CNI config)');
   for (const c of report.configs) {

@@ -342,6 +342,9 @@ export class Daemon {
 
   private async watchTargetDir(dir: string, used: boolean): Promise<void> {
     if (!used) {
+      // No link leads there any more: neither does a reason about its watch.
+      this.readiness.block(`target-dir:${dir}`, undefined);
+      this.updateReadiness();
       await this.watcher.unwatch(dir);
       return;
     }

@@ -21,6 +21,18 @@ const TICK_MS = 1_000;
 const MAX_LOOP_STALL_MS = 5_000;
 const STALL_REPORT_MS = 60_000;
 
+// Probes come every few seconds from kubelet on the same node; nothing legitimate takes long.
+const HEADERS_TIMEOUT_MS = 5_000;
+const REQUEST_TIMEOUT_MS = 10_000;
+const KEEP_ALIVE_MS = 5_000;
+const MAX_CONNECTIONS = 64;
+
+/** Control characters as \\uXXXX escapes: a newline in a file name cannot forge a line of the report. */
+export function escapeControl(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 export class HealthServer {
   private readonly server: Server;
   private lastTick = performance.now();
@@ -40,13 +52,17 @@ export class HealthServer {
     this.ticker.unref();
     // A request that fails is answered 500 and logged: an unhandled rejection would end the process
     // (Node's default), and with it the watch, over a scrape.
-    this.server = createServer((req, res) => {
+    // On the host's network anything on the node may connect: a client that never finishes its request
+    // is cut off, and connections are capped, so that kubelet's probes are always answered.
+    this.server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000, maxHeaderSize: 8 << 10 }, (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         this.log.error({ url: req.url, err: (err as Error).message }, 'health server: request failed');
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
-        res.end(`${(err as Error).message}\n`);
+        res.end(`${escapeControl((err as Error).message)}\n`);
       });
     });
+    this.server.maxConnections = MAX_CONNECTIONS;
+    this.server.keepAliveTimeout = KEEP_ALIVE_MS;
   }
 
   private tick(): void {
@@ -112,7 +128,8 @@ export class HealthServer {
     }
     if (url === '/readyz') {
       const report = this.source.readiness();
-      send(report.ready ? 200 : 503, report.ready ? 'ready\n' : `not ready:\n${report.reasons.map((r) => `- ${r}\n`).join('')}`);
+      // Reasons carry config names and error text: one line each, whatever a name holds.
+      send(report.ready ? 200 : 503, report.ready ? 'ready\n' : `not ready:\n${report.reasons.map((r) => `- ${escapeControl(r)}\n`).join('')}`);
       return;
     }
     if (url === '/metrics') {

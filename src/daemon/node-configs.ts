@@ -24,6 +24,8 @@ export function listNodeConfigs(root: HostRoot, netDir: string, suffixes: readon
   try {
     dir = root.openDir(netDir);
   } catch (err) {
+    // Missing (or a component that is no directory, or a link loop): no config dir, no configs. Any
+    // other error (EACCES, EMFILE, EIO) is thrown: "nothing there" would be a lie.
     if (isMissing(err) || (err as NodeJS.ErrnoException).code === 'ELOOP') return undefined;
     throw err;
   }

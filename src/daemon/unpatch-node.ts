@@ -86,7 +86,16 @@ export async function unpatchNode(
   log: Logger,
   extraFiles: readonly string[] = [],
 ): Promise<UnpatchResult> {
-  const configs = [...(listNodeConfigs(root, netDir, suffixes) ?? []), ...listBackups(root, netDir, pluginType)];
+  let found: NodeConfig[];
+  try {
+    found = listNodeConfigs(root, netDir, suffixes) ?? [];
+  } catch (err) {
+    // net.d cannot be looked into: its configs may hold the plugin, so nothing may be called done.
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    log.error({ dir: netDir, code }, 'cannot list the config directory to remove the plugin');
+    return { unpatched: [], failed: [`${netDir} (cannot be listed: ${code})`] };
+  }
+  const configs = [...found, ...listBackups(root, netDir, pluginType)];
   // Former symlink targets the daemon once patched: a retargeted link left them behind, still chained.
   const listed = new Set(configs.map((c) => c.file));
   for (const file of extraFiles) if (!listed.has(file)) configs.push({ name: file, file, libcni: false });

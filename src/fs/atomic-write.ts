@@ -67,8 +67,15 @@ export function entryHolds(dir: Dir, name: string, expected: Buffer): boolean {
   return read.kind === 'file' && read.bytes.equals(expected);
 }
 
-function readBack(dir: Dir, name: string): Buffer {
-  const read = readEntry(dir, name, Number.MAX_SAFE_INTEGER);
+// What a give-back reads of a version it swapped out is bounded like every other read: a file raced
+// into net.d may be of any size. A larger version is never "the one we expect" (no config we write
+// is that large), and it still goes back by rename, unread.
+const GIVE_BACK_MAX_BYTES = 16 << 20;
+
+/** The bytes at `name`, or undefined when it holds more than GIVE_BACK_MAX_BYTES. */
+function readBack(dir: Dir, name: string): Buffer | undefined {
+  const read = readEntry(dir, name, GIVE_BACK_MAX_BYTES);
+  if (read.kind === 'too-large') return undefined;
   if (read.kind !== 'file') throw Object.assign(new Error(`${name} is not a regular file after the exchange`), { code: 'EIO' });
   return read.bytes;
 }
@@ -85,11 +92,11 @@ const MAX_GIVE_BACK_ROUNDS = 64;
  */
 function giveBack(dir: Dir, tmp: string, name: string, ours: Buffer): void {
   let sending = readBack(dir, tmp);
-  let expectedBack = ours;
+  let expectedBack: Buffer | undefined = ours;
   for (let round = 0; round < MAX_GIVE_BACK_ROUNDS; round++) {
     dir.rename(tmp, name, IN.RENAME_EXCHANGE);
     const got = readBack(dir, tmp);
-    if (got.equals(expectedBack)) {
+    if (got !== undefined && expectedBack !== undefined && got.equals(expectedBack)) {
       dir.unlink(tmp); // a superseded version: ours, or an older write of the primary's
       return;
     }

@@ -1,6 +1,7 @@
 // HealthServer: a request whose handling fails is answered 500 and logged, and the process keeps
 // serving (an unhandled rejection would end it, and the watch with it). The Prometheus exposition,
 // loaded at the first scrape, is loaded again at the next scrape if that failed.
+import { connect } from 'node:net';
 import { pino } from 'pino';
 import type { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,11 +15,11 @@ afterEach(async () => {
   server = undefined;
 });
 
-function start(loadRegistry: (metrics: Metrics) => Promise<Registry>) {
+function start(loadRegistry: (metrics: Metrics) => Promise<Registry> = async (m) => prometheusRegistry(m), reasons: string[] = []) {
   const lines: Array<{ msg: string; url?: string; err?: string }> = [];
   const log = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
   const metrics = new Metrics('0.0.0', 'native');
-  server = new HealthServer({ alive: () => true, readiness: () => ({ ready: true, reasons: [] }) as never }, metrics, log, loadRegistry);
+  server = new HealthServer({ alive: () => true, readiness: () => ({ ready: reasons.length === 0, reasons }) }, metrics, log, loadRegistry);
   return { lines, metrics, listen: () => server!.listen(0, '127.0.0.1') };
 }
 
@@ -62,4 +63,32 @@ describe('HealthServer', () => {
     fail = false;
     expect((await get(port, '/metrics')).status).toBe(200);
   });
+
+  it('escapes config names and error text in /readyz: a newline in a name cannot forge a line', async () => {
+    const { listen } = start(undefined, ['10-a\n- 20-b.conflist: chained.conflist: invalid (x\u001b[31m)']);
+    const port = await listen();
+    const r = await get(port, '/readyz');
+    expect(r.status).toBe(503);
+    expect(r.body).toBe('not ready:\n- 10-a\\u000a- 20-b.conflist: chained.conflist: invalid (x\\u001b[31m)\n');
+  });
+
+  it('cuts off a client that never finishes its headers, and caps connections: probes are still answered', async () => {
+    const { listen } = start();
+    const port = await listen();
+    // 100 clients open a request and never finish it (slowloris).
+    const sockets = Array.from({ length: 100 }, () => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('error', () => {});
+      socket.resume(); // read the server's 408, so that its close is seen
+      socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\n');
+      return socket;
+    });
+    const closed = sockets.map((socket) => new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now()))));
+    const opened = Date.now();
+    // Those over the cap are dropped at once, the others once the header timeout runs out.
+    const times = await Promise.all(closed);
+    expect(times.filter((t) => t - opened < 1_000).length).toBeGreaterThanOrEqual(100 - 64);
+    expect(Math.max(...times) - opened).toBeLessThan(9_000);
+    expect(await get(port, '/healthz')).toEqual({ status: 200, body: 'ok\n' });
+  }, 20_000);
 });

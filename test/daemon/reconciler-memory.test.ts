@@ -42,7 +42,7 @@ function node() {
       plugin: requirePlugin(config),
       root,
       log: createLogger('silent'),
-      metrics: new Metrics(),
+      metrics: new Metrics('test', 'native'),
       readiness,
       binary,
       isActive: () => true,

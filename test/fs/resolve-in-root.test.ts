@@ -1,9 +1,10 @@
-import { lstatSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HostRoot } from '../../src/fs/host-root.js';
 import { resolveInRoot, type Entry, type Lookup } from '../../src/fs/resolve-in-root.js';
+import { addon, IN } from '../../src/watch/addon.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** An in-memory tree: host path → entry. Directories are implied by their children. */
@@ -87,6 +88,23 @@ describe('resolveInRoot', () => {
   });
 });
 
+/** Where the kernel resolves `rel` inside `dir` as a root (openat2 RESOLVE_IN_ROOT), or its error code. */
+function kernelInRoot(dir: string, rel: string): string | { code: string } {
+  const rootFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    const fd = addon.openat2(rootFd, rel, IN.O_PATH, 0, IN.RESOLVE_IN_ROOT | IN.RESOLVE_NO_MAGICLINKS);
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    return { code: (err as NodeJS.ErrnoException).code ?? 'UNKNOWN' };
+  } finally {
+    closeSync(rootFd);
+  }
+}
+
 describe('HostRoot on a real tree', () => {
   it('agrees with the kernel (realpath) wherever the kernel stays inside the root', () => {
     const names = ['a', 'b', 'c'];
@@ -111,6 +129,15 @@ describe('HostRoot on a real tree', () => {
         }
         const root = new HostRoot(dir);
         const ours = root.resolve(`/${query.join('/')}`);
+        // The confinement oracle, for every case (a link that climbs out with `..` or an absolute
+        // target included): the kernel's own resolution inside the root, openat2(RESOLVE_IN_ROOT).
+        const inRoot = kernelInRoot(dir, query.join('/'));
+        if (typeof inRoot === 'string') {
+          expect(ours.ok, `kernel in root: ${inRoot}`).toBe(true);
+          expect(root.toDisk(ours.path)).toBe(inRoot);
+        } else {
+          expect(ours.ok ? 'ok' : ours.code).toBe(inRoot.code);
+        }
         let kernel: string | undefined;
         try {
           // The kernel's own resolution (libc realpath); Node's JavaScript realpathSync can spin

@@ -11,6 +11,7 @@ import { fixture, pluginText } from '../helpers/fixtures.js';
 import { NodeHost } from '../helpers/node-host.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
+import { skipOrFail } from '../helpers/capability.js';
 
 /** Every file below `dir` with its content hash (symlinks by their text), for "nothing changed here". */
 function snapshot(dir: string): Record<string, string> {
@@ -72,7 +73,7 @@ describe('the primary gets its bytes back', () => {
     try {
       addon.fsetxattr(fd, 'user.origin', Buffer.from('flannel'));
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOTSUP') ctx.skip();
+      if ((err as NodeJS.ErrnoException).code === 'ENOTSUP') skipOrFail(ctx, 'user xattrs on the temp filesystem');
       throw err;
     } finally {
       closeSync(fd);

@@ -6,6 +6,7 @@ import { fixture } from '../helpers/fixtures.js';
 import { NodeHost } from '../helpers/node-host.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
+import { itWith } from '../helpers/capability.js';
 
 describe('events', () => {
   it('chains a config created by rename, and one rewritten in place', async () => {
@@ -13,8 +14,11 @@ describe('events', () => {
     await host.started();
     host.putFixture('10-calico.conflist');
     await waitFor(() => host.isChained('10-calico.conflist'), 'renamed-in config chained');
+    const chainedOnce = host.read('10-calico.conflist');
     writeFileSync(host.net('10-calico.conflist'), fixture('10-calico.conflist')); // O_TRUNC in place, like `cat >`
     await waitFor(() => host.isChained('10-calico.conflist'), 'in-place rewrite chained again');
+    // The same bytes as the first patch: only the plugin was added, once, and nothing else changed.
+    expect(host.read('10-calico.conflist')).toBe(chainedOnce);
   });
 
   it('upgrades a .conf written while running to a .conflist and removes the .conf', async () => {
@@ -164,7 +168,7 @@ describe('write failures', () => {
     return ok;
   })();
 
-  it.skipIf(!canChattr)('leaves the old file and no temp file, logs path and code, and retries on the resync', async () => {
+  itWith(canChattr, 'chattr +i')('leaves the old file and no temp file, logs path and code, and retries on the resync', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const daemon = await host.started({ RESYNC_INTERVAL_S: '1' });

@@ -122,3 +122,19 @@ describe('owned mode keeps what the primary set', () => {
     await daemon.stop();
   });
 });
+
+describe('check in owned mode', () => {
+  it('reports a stale copy: the agent was killed, then the primary changed (exit 1, naming what differs)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-calico.conflist');
+    const env = { CNI_PATCH_MODE: 'owned' };
+    const daemon = await host.started(env);
+    await waitFor(() => ownedHolds(host, '"calico"'), 'copy');
+    expect((await host.cli(['check'], env)).code).toBe(0);
+    await daemon.stop('SIGKILL');
+    host.put('10-calico.conflist', fixture('10-calico.conflist').replace('"mtu": 0', '"mtu": 1450'));
+    const check = await host.cli(['check'], env);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain(`* ${OWNED}  stale-copy  (differs from 10-calico.conflist plus the plugin`);
+  });
+});

@@ -11,6 +11,7 @@ import { NodeHost } from '../helpers/node-host.js';
 import { runProcess } from '../helpers/run-node.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
+import { itWith } from '../helpers/capability.js';
 
 describe('start-up', () => {
   it('chains every pre-existing config, upgrading .conf files, and installs binaries and kubeconfig first', async () => {
@@ -145,7 +146,7 @@ describe('bad input at start', () => {
   });
 
   const canUnshare = spawnSync('unshare', ['-Ur', 'true']).status === 0;
-  it.skipIf(!canUnshare)('exits 1 naming the sysctl when the inotify instance limit is reached', async () => {
+  itWith(canUnshare, 'user namespaces (unshare -Ur)')('exits 1 naming the sysctl when the inotify instance limit is reached', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const env = Object.entries(host.env()).map(([k, v]) => `${k}=${v}`);

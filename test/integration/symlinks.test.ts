@@ -127,7 +127,11 @@ describe('symlinked configs', () => {
     mkdirSync(host.disk('/some/dir'), { recursive: true });
     symlinkSync('/some/dir', host.net('10-dir.conflist'));
     const daemon = await host.started();
-    await daemon.waitLog((l) => l.file === '10-dir.conflist' && l.status === 'not-regular');
+    const line = await daemon.waitLog((l) => l.file === '10-dir.conflist' && l.status === 'not-regular');
+    expect(line.detail).toContain('symlink target /some/dir is not a regular file');
+    expect(readlinkSync(host.net('10-dir.conflist'))).toBe('/some/dir');
+    expect(readdirSync(host.disk('/some/dir'))).toEqual([]);
+    await daemon.stop();
   });
 
   it('unpatches targets of links on SIGTERM and keeps the links', async () => {

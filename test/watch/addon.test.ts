@@ -8,6 +8,7 @@ import { addonFile } from '../helpers/addon-path.js';
 import { runNodeScript, runProcess } from '../helpers/run-node.js';
 import { tempDir } from '../helpers/tmp.js';
 import { Inbox } from '../helpers/wait.js';
+import { itWith } from '../helpers/capability.js';
 
 function watch(dir: string, mask = IN.IN_ALL_EVENTS) {
   const inbox = new Inbox<RawInotifyEvent>();
@@ -27,7 +28,8 @@ describe('InotifyWatcher constructor', () => {
       mkdirSync(dir);
       const { watcher, inbox } = watch(dir, IN.IN_CREATE);
       writeFileSync(path.join(dir, 'f'), '');
-      await inbox.until((e) => e.name === 'f' && (e.mask & IN.IN_CREATE) !== 0, `IN_CREATE in iteration ${i}`);
+      const event = await inbox.until((e) => e.name === 'f' && (e.mask & IN.IN_CREATE) !== 0, `IN_CREATE in iteration ${i}`);
+      expect(event.wd).toBe(watcher.wd);
       watcher.close();
     }
   });
@@ -81,7 +83,8 @@ describe('InotifyWatcher constructor', () => {
 // gives a real kernel limit to hit without touching the machine's own settings.
 const canUnshare = spawnSync('unshare', ['-Ur', 'true']).status === 0;
 
-describe.skipIf(!canUnshare)('inotify limits', () => {
+describe('inotify limits', () => {
+  const it = itWith(canUnshare, 'user namespaces (unshare -Ur)');
   async function inNamespace(limits: string, script: string) {
     const result = await runProcess('unshare', [
       '-Ur',
