@@ -58,6 +58,22 @@ export function isOwnedCopyName(name: string, pluginType: string): boolean {
   return name.endsWith(suffix) && name.length > suffix.length && !name.startsWith('.');
 }
 
+// A symlinked single-plugin `X.conf` that was converted: the link itself is kept, renamed to a hidden
+// name that no runtime loads (libcni goes by extension) and no config rule matches, so that the
+// conflist made from its target follows the target, and stop renames the link back exactly as it was.
+const PARKED_LINK_SUFFIX = '.cni-chainer-link';
+
+/** The hidden name a converted `.conf` symlink is kept under. */
+export function parkedLinkName(name: string): string {
+  return `.${name}${PARKED_LINK_SUFFIX}`;
+}
+
+/** The config name a parked link stands for, or undefined for any other name. */
+export function parkedLinkOriginal(name: string): string | undefined {
+  if (!name.startsWith('.') || !name.endsWith(PARKED_LINK_SUFFIX) || name.length <= PARKED_LINK_SUFFIX.length + 1) return undefined;
+  return name.slice(1, -PARKED_LINK_SUFFIX.length);
+}
+
 // Which process made a temp file: during a DaemonSet upgrade two agents (both possibly PID 1 in their
 // containers) write into net.d at once, and each must tell its own renames from the other's.
 const PROCESS_TOKEN = addon.getrandom(6).toString('hex');

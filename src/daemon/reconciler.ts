@@ -10,7 +10,7 @@ import type { Stats } from 'node:fs';
 import path from 'node:path';
 import { planPatch } from '../cni/conflist.js';
 import type { Delegation } from '../cni/meta-plugin.js';
-import { conflistName, isConfigName, isLibcniName, libcniOrder } from '../cni/names.js';
+import { conflistName, isConfigName, isLibcniName, libcniOrder, parkedLinkName, parkedLinkOriginal } from '../cni/names.js';
 import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
 import { readEntry, type EntryRead } from '../fs/bounded-read.js';
 import { contentHashOfDigest, sha256 } from '../fs/content-hash.js';
@@ -117,7 +117,7 @@ export class Reconciler {
       if (isMissing(err)) return 0;
       throw err;
     }
-    const present = new Set(names.filter((n) => this.concerns(n)));
+    const present = new Set(names.filter((n) => this.concerns(n) || parkedLinkOriginal(n) !== undefined));
     for (const known of this.deps.readiness.names()) if (!present.has(known)) this.forget(known);
     // Also when nothing else went since: what is kept for a removed config goes within a resync.
     this.dropMemoryOf(this.gone.expire());
@@ -194,6 +194,8 @@ export class Reconciler {
   /** The pass's synchronous part; what it returns, if anything, is the write under way. */
   private passIn(netDir: Dir, name: string): Promise<void> | undefined {
     const { config, readiness } = this.deps;
+    const original = parkedLinkOriginal(name);
+    if (original !== undefined) return this.passParked(netDir, name, original);
     if (!isConfigName(name, config.suffixes)) {
       this.notOurs(netDir, name);
       return undefined;
@@ -227,6 +229,25 @@ export class Reconciler {
     }
     if (read.kind === 'symlink') return this.passLinked(netDir, name);
     return this.patch(netDir, name, { dir: netDir, name }, read);
+  }
+
+  /**
+   * A converted `.conf` symlink, parked under a hidden name (names.ts parkedLinkName): the conflist made
+   * from its target follows the target. When the primary has put a new `X.conf` in place meanwhile,
+   * that one is what counts, and the parked link goes.
+   */
+  private passParked(netDir: Dir, parked: string, original: string): Promise<void> | undefined {
+    const link = netDir.lstat(parked);
+    if (link === undefined || !link.isSymbolicLink()) {
+      this.forget(parked);
+      return undefined;
+    }
+    if (netDir.lstat(original) !== undefined) {
+      this.targets.remove(parked);
+      netDir.unlinkExisting([parked]);
+      return undefined;
+    }
+    return this.passLinked(netDir, parked);
   }
 
   /** A config that is a symlink: its target is patched where it lives, opened inside the root. */
@@ -329,7 +350,7 @@ export class Reconciler {
       const owner = { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
       // Named only for a single-plugin config: path.extname on every pass made it one more function
       // for V8 to optimise during a storm (12 ms of Turbofan, --trace-opt).
-      const destName = plan.upgraded ? conflistName(name) : name;
+      const destName = plan.upgraded ? conflistName(parkedLinkOriginal(name) ?? name) : name;
       if (destName !== name) {
         // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
         const pinnedBy = source.pinned === true ? name : this.metaPinning(netDir, source);
@@ -439,9 +460,12 @@ export class Reconciler {
     owner: { mode: number; uid: number; gid: number; xattrs: Array<[string, Buffer]> },
   ): Promise<void> {
     const existing = readEntry(netDir, destName, this.deps.config.maxConfigBytes);
+    // A parked link is the durable mark of our conversion: its conflist is ours, after a restart too.
+    const parked = parkedLinkOriginal(name) !== undefined;
     let expect: Buffer | undefined;
     if (existing.kind !== 'missing') {
-      const ours = existing.kind === 'file' && this.upgraded.get(path.join(netDir.disk, destName)) === sha256(existing.bytes);
+      if (parked && existing.kind === 'file' && existing.bytes.equals(text)) return; // already follows the target
+      const ours = existing.kind === 'file' && (parked || this.upgraded.get(path.join(netDir.disk, destName)) === sha256(existing.bytes));
       if (!ours) {
         this.problem(name, 'conflict', `${destName} exists too: not converting ${name} over it`);
         return;
@@ -458,18 +482,27 @@ export class Reconciler {
     const destKey = path.join(netDir.disk, destName);
     this.lastWritten.set(destKey, written);
     this.upgraded.set(destKey, written);
-    // The .conf is gone once converted: its re-creation is a revert, counted like any other.
-    this.lastWritten.set(fileKey, 'converted');
-    this.fights.wrote(fileKey);
+    this.deps.metrics.patches.inc();
+    if (parked) {
+      this.deps.log.info({ file: destName, link: parkedLinkOriginal(name) }, 'the conflist follows the target of a converted .conf link');
+      return;
+    }
     let removed: boolean;
     if (source.linkText !== undefined) {
-      // A symlinked .conf: drop the link, never its target (it belongs to whoever made the link).
+      // A symlinked .conf: the link is kept, parked under a hidden name, never its target touched (it
+      // belongs to whoever made the link): the conflist follows the target, and stop puts it back.
+      // The target's rewrites are the primary's own, never a revert of ours.
       removed = netDir.readlink(name) === source.linkText;
-      if (removed) netDir.unlink(name);
+      if (removed) {
+        this.targets.set(parkedLinkName(name), fileKey);
+        netDir.rename(name, parkedLinkName(name));
+      }
     } else {
+      // The .conf is gone once converted: its re-creation is a revert, counted like any other.
+      this.lastWritten.set(fileKey, 'converted');
+      this.fights.wrote(fileKey);
       removed = await unlinkIfUnchanged(netDir, name, content);
     }
-    this.deps.metrics.patches.inc();
     this.deps.log.info({ file: name, to: destName }, 'upgraded single-plugin config to a chained conflist');
     if (removed) this.forget(name);
     else this.queue.trigger(name); // rewritten meanwhile: convert the newer version

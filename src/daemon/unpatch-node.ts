@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import { isOwnedCopyName } from '../cni/names.js';
 import { withDirSync } from '../fs/dir.js';
 import { listNodeConfigs, type NodeConfig } from './node-configs.js';
+import { restoreParkedLinks } from './parked-links.js';
 
 // Backups other agents make of the configs they push aside, and never restore: Cilium's cni.exclusive
 // renames every other config to `<name>.cilium_bak`, and reads them back in its chaining mode. Ours
@@ -116,5 +117,14 @@ export async function unpatchNode(
     }
   });
   await Promise.all(workers);
+  // Converted .conf links go back as they were; the conflists made from them go.
+  try {
+    const removed = restoreParkedLinks(root, netDir, log);
+    result.failed = result.failed.filter((name) => !removed.includes(name));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    log.error({ dir: netDir, code }, 'cannot put back converted .conf links');
+    result.failed.push(`${netDir} (converted .conf links not put back: ${code})`);
+  }
   return result;
 }

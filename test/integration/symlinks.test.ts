@@ -1,5 +1,5 @@
 // Symlinked configs: patch the target, keep the link, stay inside the host root.
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/fixtures.js';
@@ -161,5 +161,48 @@ describe('a symlinked net.d', () => {
     await waitFor(() => host.isChained(path.join(real, '10-aws.conflist')), 'a new config chained');
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
     expect(host.holdsPlugin(path.join(real, '10-flannel.conflist'))).toBe(false);
+  });
+});
+
+describe('a symlinked single-plugin .conf', () => {
+  it('follows changes to its target, and stop puts the link back exactly as it was', async () => {
+    const host = new NodeHost();
+    mkdirSync(host.disk('/var/lib/p'), { recursive: true });
+    const target = host.disk('/var/lib/p/10-p.conf');
+    host.put(target, fixture('10-calico.conf'));
+    symlinkSync('/var/lib/p/10-p.conf', host.net('10-p.conf'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-p.conflist'), 'the conflist made from the target');
+    expect(existsSync(host.net('10-p.conf'))).toBe(false); // the runtime loads the chained conflist
+    // The primary rewrites its target (rename-in): the conflist follows it.
+    const updated = fixture('10-calico.conf').replace('"mtu": 0', '"mtu": 1410');
+    host.put(target, updated);
+    await waitFor(() => host.isChained('10-p.conflist') && host.read('10-p.conflist').includes('"mtu": 1410'), 'the conflist follows the target');
+    expect(host.read(target)).toBe(updated);
+    expect((await daemon.stop()).code).toBe(0);
+    expect(lstatSync(host.net('10-p.conf')).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(host.net('10-p.conf'))).toBe('/var/lib/p/10-p.conf');
+    expect(readdirSync(host.netDir).sort()).toEqual(['10-p.conf']);
+    expect(host.read(target)).toBe(updated);
+  });
+
+  it('after a crash, the next start still follows the target, and uninstall puts the link back', async () => {
+    const host = new NodeHost();
+    mkdirSync(host.disk('/var/lib/p'), { recursive: true });
+    const target = host.disk('/var/lib/p/10-p.conf');
+    host.put(target, fixture('99-bridge.conf'));
+    symlinkSync('../../../var/lib/p/10-p.conf', host.net('10-p.conf'));
+    const first = await host.started();
+    await waitFor(() => host.isChained('10-p.conflist'), 'converted');
+    await first.stop('SIGKILL');
+    const updated = fixture('99-bridge.conf').replace('"bridge": "cni0"', '"bridge": "cni1"');
+    host.put(target, updated);
+    const second = await host.started();
+    await waitFor(() => host.isChained('10-p.conflist') && host.read('10-p.conflist').includes('cni1'), 'the conflist follows after a restart');
+    await second.stop('SIGKILL');
+    expect((await host.cli(['uninstall'])).code).toBe(0);
+    expect(readlinkSync(host.net('10-p.conf'))).toBe('../../../var/lib/p/10-p.conf');
+    expect(readdirSync(host.netDir).filter((n) => n !== 'ZZZ-linkerd-cni-kubeconfig' && n !== '.cni-chainer.owner').sort()).toEqual(['10-p.conf']);
+    expect(host.read(target)).toBe(updated);
   });
 });
