@@ -138,3 +138,25 @@ describe('check in owned mode', () => {
     expect(check.stdout).toContain(`* ${OWNED}  stale-copy  (differs from 10-calico.conflist plus the plugin`);
   });
 });
+
+describe('the owned name sorts right, without configuration', () => {
+  it.each(['01-kube-ovn.conflist', '00-aaa.conflist'])('a primary named %s beside Multus: the copy is loaded first, ready, check agrees', async (primary) => {
+    const host = new NodeHost();
+    host.put(primary, fixture('10-flannel.conflist'));
+    // Multus thin, embedding the primary: it sorts after 00-aaa, before 01-kube-ovn.
+    host.put('00-multus.conf', JSON.stringify({ cniVersion: '0.3.1', name: 'multus-cni-network', type: 'multus', delegates: [JSON.parse(fixture('10-flannel.conflist'))] }, null, 2));
+    const port = await freePort();
+    const env = { CNI_PATCH_MODE: 'owned', HEALTH_PORT: String(port) };
+    const daemon = await host.started(env);
+    const copy = primary.replace('.conflist', '-linkerd-cni.conflist');
+    await waitFor(() => host.isChained(copy), 'the copy, named after the primary');
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    const check = await host.cli(['check'], env);
+    expect(check.code).toBe(0);
+    // The runtime loads the first name: Multus when it sorts first (its delegate chained inside), else our copy.
+    const first = [copy, '00-multus.conf', primary].sort()[0];
+    expect(check.stdout).toContain(`* ${first}  chained`);
+    expect(host.read(primary)).toBe(fixture('10-flannel.conflist'));
+    await daemon.stop();
+  });
+});
