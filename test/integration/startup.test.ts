@@ -161,8 +161,8 @@ describe('bad input at start', () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const result = await host.cli(['run'], { CONTAINER_CNI_BIN_DIR: '/nonexistent-bin-dir' });
-    expect(result.code).toBe(1);
-    expect(result.stdout).toContain('ENOENT');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('cni-chainer: invalid configuration: CONTAINER_CNI_BIN_DIR: /nonexistent-bin-dir: ENOENT (the plugin binaries to install must be there)\n');
     expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
   });
 });
