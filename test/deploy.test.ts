@@ -1,14 +1,13 @@
 // The container image and the DaemonSet manifest, checked without a Docker engine or a cluster.
-import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
 import { ENV_NAMES, loadConfig } from '../src/config.js';
 import { repoRoot } from './helpers/addon-path.js';
 import { fixture } from './helpers/fixtures.js';
 import { NodeHost } from './helpers/node-host.js';
 import { waitFor } from './helpers/wait.js';
+import { build, kustomize, type K8sObject } from './helpers/kustomize.js';
 
 const dockerfile = readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8');
 
@@ -84,20 +83,10 @@ describe('Dockerfile', () => {
 // Every layout the operator can deploy: `kustomize build` (Debian's kustomize, or the one built into
 // kubectl), then every object validated against the Kubernetes OpenAPI schema (kubernetes-models) and
 // the DaemonSet's environment against the agent's own zod schema.
-const kustomize: string[] | undefined = [['kustomize', 'build'], ['kubectl', 'kustomize']].find(
-  ([bin]) => spawnSync(bin!, bin === 'kubectl' ? ['version', '--client'] : ['version']).status === 0,
-);
 const layouts = ['base', ...readdirSync(path.join(repoRoot, 'deploy', 'overlays')).map((o) => `overlays/${o}`)];
 // Variables the image's runtime reads rather than the agent (allowed besides the agent's own).
 const RUNTIME_ENV = ['MALLOC_ARENA_MAX'];
 
-type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<string, any>;
-
-function build(layout: string): K8sObject[] {
-  const result = spawnSync(kustomize![0]!, [kustomize![1]!, path.join(repoRoot, 'deploy', layout)], { encoding: 'utf8' });
-  if (result.status !== 0) throw new Error(`kustomize ${layout}: ${result.stderr}`);
-  return parseAllDocuments(result.stdout).map((d) => d.toJS() as K8sObject);
-}
 
 async function validateSchema(object: K8sObject): Promise<void> {
   const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : [undefined, object.apiVersion];

@@ -22,6 +22,8 @@ export function unavailable(): string | undefined {
   }
   if (!existsSync('/usr/lib/cni/bridge')) return 'containernetworking-plugins is not installed (/usr/lib/cni)';
   if (spawnSync('unshare', ['--mount', '--net', '--propagation', 'private', 'true']).status !== 0) return 'cannot create mount and network namespaces';
+  // The node's loopback, up as on any node: host-network pods (the agent's probes) listen there.
+  if (spawnSync('sh', ['-c', 'command -v ip']).status !== 0) return 'iproute2 is not installed (ip)';
   return undefined;
 }
 
@@ -32,6 +34,16 @@ export class PrivateContainerd {
   private readonly child: ChildProcess;
   readonly log: string;
   private exited = false;
+
+  /** containerd's pid: its network namespace is the pods' host network. */
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** Imports an OCI archive into the CRI's image store. */
+  importImage(archive: string): void {
+    execFileSync('ctr', ['--address', this.socket, '-n', 'k8s.io', 'images', 'import', '--snapshotter', 'native', archive], { stdio: 'pipe' });
+  }
 
   private constructor(
     readonly work: string,
@@ -80,7 +92,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     // network namespace keeps the bridge and veths away from the machine's network.
     const child = spawn(
       'unshare',
-      ['--mount', '--net', '--propagation', 'private', '--', 'sh', '-c', 'mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /var/lib && exec containerd --config "$0"', config],
+      ['--mount', '--net', '--propagation', 'private', '--', 'sh', '-c', 'mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /var/lib && ip link set lo up && exec containerd --config "$0"', config],
       { stdio: ['ignore', out, out], detached: false },
     );
     const runtime = new PrivateContainerd(work, child);
@@ -95,8 +107,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         await new Promise((r) => setTimeout(r, 100));
       }
     }
-    const archive = buildPauseImage(path.join(work, 'image'), PAUSE_IMAGE);
-    execFileSync('ctr', ['--address', runtime.socket, '-n', 'k8s.io', 'images', 'import', '--snapshotter', 'native', archive], { stdio: 'pipe' });
+    runtime.importImage(buildPauseImage(path.join(work, 'image'), PAUSE_IMAGE));
     return runtime;
   }
 

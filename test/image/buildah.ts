@@ -1,0 +1,82 @@
+// Debian's buildah with a storage of its own (vfs: no overlay module needed), so that a test run
+// neither needs nor touches the machine's container storage. `--isolation chroot` is what works on
+// these machines (no user-namespace runtime for RUN steps).
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
+
+export class Buildah {
+  private readonly global: string[];
+
+  constructor(readonly work: string) {
+    this.global = ['--root', path.join(work, 'storage'), '--runroot', path.join(work, 'run'), '--storage-driver', 'vfs'];
+  }
+
+  /** Runs buildah; its stdout, trimmed. Throws with its stderr on failure. */
+  run(args: string[], options: { input?: string } = {}): string {
+    const result = spawnSync('buildah', [...this.global, ...args], { encoding: 'utf8', input: options.input, maxBuffer: 64 << 20 });
+    if (result.status !== 0) throw new Error(`buildah ${args.join(' ')} failed (${result.status}):\n${result.stderr.slice(-4000)}`);
+    return result.stdout.trim();
+  }
+
+  /** True when `ref` is in this storage. */
+  has(ref: string): boolean {
+    return spawnSync('buildah', [...this.global, 'inspect', '--type', 'image', ref], { stdio: 'ignore' }).status === 0;
+  }
+
+  /** An image from scratch: `steps` get the working container's id; committed as `ref`. */
+  image(ref: string, steps: (container: string) => void): void {
+    const container = this.run(['from', 'scratch']);
+    try {
+      steps(container);
+      this.run(['commit', '--quiet', container, ref]);
+    } finally {
+      this.run(['rm', container]);
+    }
+  }
+
+  /** Calls `fn` with the image's root filesystem mounted (read it, never write it). */
+  inspectFiles<T>(ref: string, fn: (rootfs: string) => T): T {
+    const container = this.run(['from', '--pull=never', ref]);
+    try {
+      return fn(this.run(['mount', container]));
+    } finally {
+      this.run(['umount', container]);
+      this.run(['rm', container]);
+    }
+  }
+
+  /** Runs a command in a container of the image (chroot isolation); its stdout. */
+  runIn(ref: string, command: string[]): string {
+    const container = this.run(['from', '--pull=never', ref]);
+    try {
+      return this.run(['run', '--isolation', 'chroot', container, '--', ...command]);
+    } finally {
+      this.run(['rm', container]);
+    }
+  }
+
+  /** The image's size as buildah reports it (its layers, uncompressed), e.g. "309 MB". */
+  size(ref: string): string {
+    return this.run(['images', '--format', '{{.Size}}', '--noheading', ref]).split('\n')[0]!;
+  }
+
+  /** Writes the image to an OCI archive that `ctr images import` takes, named `ref` there. */
+  ociArchive(ref: string, file: string): void {
+    this.run(['push', '--quiet', ref, `oci-archive:${file}:${ref}`]);
+  }
+}
+
+/** Why images cannot be built here, or undefined when they can. */
+export function buildUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'not root';
+  for (const bin of ['buildah', 'mmdebstrap', 'tar']) {
+    if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) return `${bin} is not installed (Debian: apt-get install buildah mmdebstrap)`;
+  }
+  return undefined;
+}
+
+/** A Debian bookworm root filesystem as a tar, from Debian's mirror (mmdebstrap, no registry). */
+export function debianRootfs(file: string, packages: string[]): void {
+  const include = packages.length === 0 ? [] : [`--include=${packages.join(',')}`];
+  execFileSync('mmdebstrap', ['--quiet', '--variant=minbase', ...include, 'bookworm', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+}
