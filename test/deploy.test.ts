@@ -111,7 +111,7 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
     const value = (name: string) => env.find((e) => e.name === name)?.value;
 
     it('builds the namespace, account, RBAC, config map and DaemonSet, each valid against the OpenAPI schema', async () => {
-      expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'Namespace', 'ServiceAccount']);
+      expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'Namespace', 'ResourceQuota', 'ServiceAccount']);
       for (const object of objects) await validateSchema(object);
       // The validator is strict enough to matter: a wrong type is refused.
       const broken = structuredClone(daemonSet);
@@ -160,6 +160,14 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
       expect(container.resources.requests.memory).toBe('96Mi');
       expect(container.resources.limits.memory).toBe('160Mi');
       expect(container.resources.limits.cpu).toBeUndefined();
+    });
+
+    it('ships the ResourceQuota that lets its priority class run outside kube-system (GKE)', () => {
+      const quota = byKind('ResourceQuota');
+      expect(quota.metadata.namespace).toBe(daemonSet.metadata.namespace);
+      const scopes = quota.spec.scopeSelector.matchExpressions as Array<{ operator: string; scopeName: string; values: string[] }>;
+      expect(scopes).toContainEqual({ operator: 'In', scopeName: 'PriorityClass', values: [pod.priorityClassName] });
+      expect(Number(quota.spec.hard.pods)).toBeGreaterThanOrEqual(5000); // a node per pod, the largest clusters
     });
 
     it('admits its pods (Pod Security privileged) and grants what linkerd-cni needs with the token', () => {
