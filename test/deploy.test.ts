@@ -157,7 +157,7 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
       expect(container.securityContext.allowPrivilegeEscalation).toBe(false);
       expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
       expect(container.securityContext.capabilities).toEqual({ drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER'] });
-      expect(container.resources.requests.memory).toBe('96Mi');
+      expect(container.resources.requests.memory).toBe('64Mi'); // test/image: the pod's working set
       expect(container.resources.limits.memory).toBe('160Mi');
       expect(container.resources.limits.cpu).toBeUndefined();
     });

@@ -1,6 +1,7 @@
 // Which config symlinks point at which files. A link's target may live outside net.d or carry a name
 // that is not a config name (`05-cilium.conflist-current`): events on the target must still re-patch
 // the link, so the target's directory is watched for as long as some link points into it.
+import { readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { Dir } from '../fs/dir.js';
 import { errnoCode, isMissing } from '../fs/errno.js';
@@ -19,7 +20,11 @@ export type LinkTarget =
  * write lands in that directory or nowhere. The caller closes `dir`.
  */
 export function openLinkTarget(root: HostRoot, netDir: string, link: string, targets: SymlinkTargets, key: string): LinkTarget {
-  return openResolved(root, root.resolve(path.posix.join(netDir, link)), targets, key);
+  return openResolved(root, root.resolve(path.posix.join(netDir, link)), targets, key, () => {
+    // For messages only: where the link says its target is (what `ls -l` shows the operator).
+    const text = readlinkSync(root.toDisk(path.posix.join(netDir, link)));
+    return path.posix.resolve(netDir, text);
+  });
 }
 
 /**
@@ -28,8 +33,9 @@ export function openLinkTarget(root: HostRoot, netDir: string, link: string, tar
  * so that the primary's rewrites of it re-chain it. The caller closes `dir`.
  */
 export function openDelegate(root: HostRoot, delegatePath: string, targets: SymlinkTargets, key: string): LinkTarget {
-  const candidates = delegatePathCandidates(delegatePath).map((p) => root.resolve(p));
-  return openResolved(root, candidates.find((r) => r.ok) ?? candidates.at(-1)!, targets, key);
+  const paths = delegatePathCandidates(delegatePath);
+  const candidates = paths.map((p) => root.resolve(p));
+  return openResolved(root, candidates.find((r) => r.ok) ?? candidates.at(-1)!, targets, key, () => paths.at(-1)!);
 }
 
 /** The host path of the file a meta-plugin names by path, if it resolves to one. */
@@ -41,11 +47,26 @@ export function resolveDelegate(root: HostRoot, delegatePath: string): string | 
   return undefined;
 }
 
-function openResolved(root: HostRoot, resolved: Resolution, targets: SymlinkTargets, key: string): LinkTarget {
+function openResolved(root: HostRoot, resolved: Resolution, targets: SymlinkTargets, key: string, intended: () => string): LinkTarget {
   if (!resolved.ok) {
     if (resolved.code === 'ENOENT') {
       // Dangling: watch where the target would appear, and patch it when it does.
       targets.set(key, root.toDisk(resolved.path));
+      if (!root.mounts.visible(resolved.path)) {
+        // Not dangling on the host, most likely: this pod does not mount that host path at all.
+        let target: string;
+        try {
+          target = intended();
+        } catch {
+          target = resolved.path;
+        }
+        return {
+          ok: false,
+          status: 'dangling',
+          detail: `the target ${target} is on a host path this pod does not mount (it mounts ${root.mounts.paths.join(', ')}): add a hostPath volume for ${path.posix.dirname(target)} (deploy/overlays/host-paths)`,
+          retrySoon: false,
+        };
+      }
       return { ok: false, status: 'dangling', detail: `symlink target ${resolved.path} does not exist`, retrySoon: false };
     }
     targets.remove(key);

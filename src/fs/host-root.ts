@@ -9,12 +9,20 @@ import path from 'node:path';
 import { addon, IN } from '../watch/addon.js';
 import { Dir, kernelHasOpenat2 } from './dir.js';
 import { errnoCode, isMissing } from './errno.js';
+import { MountedHostPaths } from './mounted-host-paths.js';
 import { resolveInRoot, type Entry, type Resolution } from './resolve-in-root.js';
 
 export class HostRoot {
   private rootFd: number | undefined;
+  private mountedPaths: MountedHostPaths | undefined;
 
   constructor(readonly dir: string) {}
+
+  /** Which host paths this container can see (fs/mounted-host-paths.ts); read once. */
+  get mounts(): MountedHostPaths {
+    this.mountedPaths ??= new MountedHostPaths(this.dir);
+    return this.mountedPaths;
+  }
 
   /** True when directories are resolved by the kernel (openat2); false: the userland fallback. */
   get kernelConfined(): boolean {

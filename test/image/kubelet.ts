@@ -18,7 +18,15 @@ export interface Memory {
   limit: number;
 }
 
+/** Pods started and not stopped yet: a failed test leaves none behind for the next (stopAll). */
+const running = new Set<RunningPod>();
+
 export class RunningPod {
+  /** Stops every pod a test left running (its assertions failed before its own stop). */
+  static async stopAll(): Promise<void> {
+    for (const pod of [...running]) await pod.stop().catch(() => {});
+  }
+
   private constructor(
     private readonly runtime: PrivateContainerd,
     readonly pod: TranslatedPod,
@@ -34,7 +42,9 @@ export class RunningPod {
     await runtime.cri.startContainer(containerId);
     // When the container's process was exec'd, as the runtime recorded it (ns since the epoch).
     const startedAt = Number(BigInt((await runtime.cri.containerStatus(containerId)).started_at) / 1_000_000n);
-    return new RunningPod(runtime, pod, sandboxId, containerId, startedAt);
+    const started = new RunningPod(runtime, pod, sandboxId, containerId, startedAt);
+    running.add(started);
+    return started;
   }
 
   /** An HTTP GET from the pod's network namespace (kubelet's probe); status and body, or undefined. */
@@ -72,6 +82,7 @@ export class RunningPod {
 
   /** kubelet's stop: the preStop hook (within the grace period), then the stop signal, then SIGKILL. */
   async stop(): Promise<{ exitCode: number; tookMs: number; preStopExit: number | undefined }> {
+    running.delete(this);
     const began = Date.now();
     let preStopExit: number | undefined;
     if (this.pod.preStop !== undefined) preStopExit = (await this.runtime.cri.execSync(this.containerId, this.pod.preStop, this.pod.gracePeriodS)).exitCode;
