@@ -1,4 +1,4 @@
-// The environment contract (DESIGN §1), validated with zod. Every problem is reported at once, one
+// The environment contract (docs/design.md, Configuration), validated with zod. Every problem is reported at once, one
 // line each naming the variable; the CLI exits 2 on any of them.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -179,7 +179,7 @@ function loadPlugin(env: Env, problems: string[]): ChainedPlugin | undefined {
     }
   }
   if (text === undefined) return undefined;
-  // The text is chained as given (DESIGN §3 "Patching"): numbers JavaScript cannot hold exactly
+  // The text is chained as given (docs/design.md, A pass): numbers JavaScript cannot hold exactly
   // (1e400, 2^53+1) reach the plugin as written. The placeholder only ever stands inside a JSON string,
   // so it is replaced by the path's escaped string content.
   const kubeconfigPath = path.posix.join(env.DEST_CNI_NET_DIR, env.KUBECONFIG_FILE_NAME);
@@ -194,7 +194,7 @@ function loadPlugin(env: Env, problems: string[]): ChainedPlugin | undefined {
 }
 
 /**
- * Values that are well-formed but would break the node or the agent (DESIGN §1): each is a problem
+ * Values that are well-formed but would break the node or the agent (docs/design.md, Configuration): each is a problem
  * naming its variable, like a malformed one.
  */
 function harmfulValues(env: Env): string[] {

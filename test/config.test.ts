@@ -104,7 +104,7 @@ describe('loadConfig', () => {
     ['MAX_CONFIG_BYTES', '10', 'whole number'],
     ['SHUTDOWN_TIMEOUT_S', '0', 'whole number'],
     ['LOG_FORMAT', 'xml', 'json or text'],
-    // Well-formed but harmful (DESIGN §1).
+    // Well-formed but harmful (docs/design.md, Configuration).
     ['KUBECONFIG_FILE_NAME', '00-kube.conflist', 'count as a CNI config'],
     ['KUBECONFIG_FILE_NAME', 'kube.json', 'count as a CNI config'],
     ['KUBECONFIG_FILE_NAME', '.cni-chainer.owner', "agent's own files"],
@@ -150,7 +150,7 @@ describe('loadConfig', () => {
     expect(() => requirePlugin(loadConfig({}))).toThrow(/CNI_NETWORK_CONFIG/);
   });
 
-  it('knows every variable of DESIGN §1', () => {
+  it('knows every variable the README documents', () => {
     expect(ENV_NAMES).toEqual(
       expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT', 'CNI_PATCH_MODE', 'CNI_OWNED_CONFIG_NAME', 'HEALTH_BIND']),
     );

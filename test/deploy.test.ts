@@ -45,7 +45,7 @@ describe('Dockerfile', () => {
     const froms = instructions().filter((i) => i.op === 'FROM').map((i) => i.args);
     expect(froms).toContain('node:24-bookworm AS build');
     expect(froms.at(-1)).toBe('node:24-bookworm-slim');
-    // The suite must exercise the runtime the image ships (DESIGN §6), not the machine's own Node.
+    // The suite must exercise the runtime the image ships (docs/design.md, Tests), not the machine's own Node.
     expect(process.versions.node.split('.')[0]).toBe('24');
     const build = instructions().find((i) => i.op === 'RUN' && i.args.includes('npm ci'))?.args;
     expect(build).toContain('npm prune --omit=dev');

@@ -1,6 +1,6 @@
 // Chaining and unchaining a plugin in a CNI network configuration, byte-exact. Pure: bytes in, bytes out.
 //
-// The primary CNI's text is never re-serialised (DESIGN §3 "Patching"): the patch splices our plugin's
+// The primary CNI's text is never re-serialised (docs/design.md, A pass): the patch splices our plugin's
 // text into the `plugins` array after its last element, with that element's indentation; earlier
 // entries of our type are spliced out. Unpatching splices out exactly what the patch put in, so
 // unpatch(patch(x)) is x byte for byte. A single-plugin config (`type` at the root) becomes

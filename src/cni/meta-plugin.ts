@@ -1,4 +1,4 @@
-// Meta-plugins (DESIGN §3 "Neighbours"): a config whose plugin runs another config's whole chain.
+// Meta-plugins (docs/design.md, Neighbours): a config whose plugin runs another config's whole chain.
 // Multus is the one in the wild: `00-multus.conf` sorts first, so the runtime loads it, and Multus
 // then runs its *delegate* for the pod's cluster network:
 // - `clusterNetwork` holding a path (thick mode writes the primary's absolute path, as seen from

@@ -10,7 +10,7 @@ const LIBCNI_EXTENSIONS = ['.conf', '.conflist', '.json'];
 
 export const TEMP_MARKER = '.cni-chainer-';
 
-/** True when `name` counts as a CNI config (DESIGN §3 "Which files"). Case-insensitive suffixes. */
+/** True when `name` counts as a CNI config (docs/design.md, Which files). Case-insensitive suffixes. */
 export function isConfigName(name: string, suffixes: readonly string[]): boolean {
   if (name.startsWith('.')) return false;
   const lower = name.toLowerCase();
@@ -41,7 +41,7 @@ export function conflistName(name: string): string {
 }
 
 /**
- * The name of owned mode's copy of `primary` (DESIGN §1 CNI_OWNED_CONFIG_NAME): the primary's stem,
+ * The name of owned mode's copy of `primary` (docs/design.md, Owned mode): the primary's stem,
  * then `-<plugin type>.conflist`. Byte-wise, '-' (0x2d) sorts before '.' (0x2e), so the copy sorts
  * right before the primary it follows, whatever the primary is called (`01-kube-ovn.conflist`,
  * `00-aaa.conflist`), and after every config that sorts before the primary (a meta-plugin's), unless

@@ -1,4 +1,4 @@
-// The `run` lifecycle (DESIGN §3): binaries, kubeconfig, watches, scan, ready; then events, resyncs,
+// The `run` lifecycle (docs/design.md, Start): binaries, kubeconfig, watches, scan, ready; then events, resyncs,
 // token rotation, the ownership lock; and on stop, the cleanup, unless a newer instance owns the node.
 //
 // One explicit phase instead of loose flags:
@@ -41,7 +41,7 @@ export interface StopResult {
 
 // Temps younger than this may belong to another instance's write in progress (upgrade overlap).
 const SWEEP_MIN_AGE_MS = 10_000;
-// A scan that cannot list net.d (EMFILE, EACCES, EIO) is tried again this soon (DESIGN §3: EMFILE is
+// A scan that cannot list net.d (EMFILE, EACCES, EIO) is tried again this soon (docs/design.md, Readiness: EMFILE is
 // retried, never fatal), and its status stays on /readyz meanwhile.
 const SCAN_RETRY_MS = 2_000;
 

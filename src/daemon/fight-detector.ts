@@ -1,6 +1,6 @@
 // A primary CNI that reverts our patch *in reaction to our write* (Cilium with cni.exclusive, a CNI
 // agent that regenerates its config whenever the file changes) must not drive an endless write-and-log
-// loop (DESIGN §3 "Fights and failures"). A revert is reactive when it lands within `reactiveMs` of our
+// loop (docs/design.md, Fights). A revert is reactive when it lands within `reactiveMs` of our
 // write: an inotify-driven rewriter answers in a few milliseconds. A primary that rewrites on its own
 // schedule (a config manager every 500 ms, a restarting agent) answers our write late or never, so it is
 // re-patched every time, however often it writes: backing it off would only leave its config unchained.

@@ -1,4 +1,4 @@
-// Watches net.d by its *path* (DESIGN §3.6): net.d itself, and every directory on the way to it from the
+// Watches net.d by its *path* (docs/design.md, Start): net.d itself, and every directory on the way to it from the
 // host root, both along the configured path and along the path its symlinks resolve to. An event in one
 // of those ancestors that names the next component (`mv /etc/cni /etc/cni.old`, `mkdir -p
 // /etc/cni/net.d`, a retargeted net.d link) re-resolves the path and re-arms within milliseconds; so
@@ -98,7 +98,7 @@ export class NetDirWatch {
 
   private rearmLogged(): Promise<void> {
     return this.rearm().catch((err: unknown) => {
-      // Not at start: a named status and a log line, never a crash (DESIGN §3 "Fights and failures").
+      // Not at start: a named status and a log line, never a crash (docs/design.md, Readiness).
       this.log.error({ code: errnoCode(err), err: (err as Error).message }, 'cannot watch the config directory');
     });
   }

@@ -1,8 +1,8 @@
 // Reading a file that anybody on the node may have put in our way. Only a regular file is opened (a
 // FIFO or a device is reported from lstat: opening a device can have side effects, and reading a FIFO
 // blocks), a symlink is never followed (a link to /dev/zero is a link, not a file), and the read stops
-// at a bound: nothing in net.d can stall the event loop or exhaust memory (DESIGN §3 "Fights and
-// failures"). The whole sequence (lstat, open, fstat, read, xattrs, close) is one call into the addon
+// at a bound: nothing in net.d can stall the event loop or exhaust memory (docs/design.md, A
+// pass). The whole sequence (lstat, open, fstat, read, xattrs, close) is one call into the addon
 // (native/entry_io.h): through Node's fs it was six calls and a Stats object per file.
 import { addon } from '../watch/addon.js';
 import type { Dir } from './dir.js';

@@ -1,7 +1,7 @@
 // An open directory, and every file operation the agent does relative to it. A directory is resolved
 // once (by HostRoot, inside the host root) and every create, exchange, rename, unlink and symlink then
 // names an entry of *that* directory inode: a path component swapped for a symlink afterwards cannot
-// redirect the operation anywhere else (DESIGN §3 "Writing").
+// redirect the operation anywhere else (docs/design.md, Writing).
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
 import { TurnMemo } from '../turn-memo.js';

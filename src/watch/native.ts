@@ -2,7 +2,7 @@
 import { IN, InotifyColumns, type InotifyWatcherHandle } from './addon.js';
 import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener } from './watcher.js';
 
-// IN_MODIFY is included so a writer that keeps a file open is still noticed (DESIGN §3.5).
+// IN_MODIFY is included so a writer that keeps a file open is still noticed (docs/design.md, Events).
 export const DIRECTORY_MASK =
   IN.IN_CREATE |
   IN.IN_MODIFY |

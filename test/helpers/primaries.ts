@@ -1,5 +1,5 @@
 // Emulations of what real primaries and meta-plugins do to net.d, written from what their own code
-// does (DESIGN "Neighbours"), on real files and inotify:
+// does (docs/design.md, Neighbours), on real files and inotify:
 // - Multus thick: `00-multus.conf` written in place (truncate + write, mode 0600), `clusterNetwork`
 //   holding the primary's path as Multus' pod sees it (`/host/etc/cni/net.d/...`).
 // - Multus thin: the primary's config embedded in `delegates`, written to `00-multus.conf.new` and
