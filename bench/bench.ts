@@ -1,4 +1,4 @@
-// `npm run bench`: the agent against the physical floor (the README's Performance). On the default disk and on
+// `npm run bench`: the agent against the physical floor (README, Performance). On the default disk and on
 // tmpfs, a C program does the agent's minimal syscalls for the same files (bench/floor.c); then the
 // real agent runs against a scratch host tree while a C writer plays the primary CNI and an
 // independent inotify observer records when each patched file lands. Also: the watchers alone
@@ -400,7 +400,7 @@ async function main(): Promise<void> {
       row('peak RSS MiB', agent.peakRssMiB, bare.peakRssMiB, 1);
       lines.push(`| files never patched | ${agent.storm.missed + agent.paced.missed} | ${bare.storm.missed + bare.paced.missed} | |`);
     }
-    lines.push('', '| target (the README's Performance) | measured | target | |', '|---|---|---|---|');
+    lines.push('', '| target (README, Performance) | measured | target | |', '|---|---|---|---|');
     for (const t of targets(disks, start, idleCpuS)) lines.push(`| ${t.what} | ${t.measured} | ${t.target} | ${t.pass ? 'pass' : 'FAIL'} |`);
     const text = `${lines.join('\n')}\n`;
     process.stdout.write(text);
