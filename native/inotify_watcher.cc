@@ -22,10 +22,10 @@ struct PollState {
 namespace {
 
 // A wakeup reads one 16 KiB buffer (a few hundred events) and yields to the loop; the poll is
-// level-triggered, so the rest is read on the next iteration. Smaller batches let the patches started
-// by one batch finish (their fsyncs complete on the pool) while the next is read: with 16 x 64 KiB per
-// wakeup, a storm's first thousand patches all waited for the whole batch (bench: storm p50 on tmpfs
-// 451 -> 296 ms).
+// level-triggered, so the rest is read on the next iteration, and the patches started by one batch
+// make progress while the next waits in the kernel's queue (measurements: docs/performance.md).
+// inotify(7): a read needs room for at least one event with the longest name,
+// sizeof(struct inotify_event) + NAME_MAX + 1 bytes, or it fails with EINVAL.
 constexpr int kMaxReadsPerWakeup = 1;
 constexpr size_t kReadBufferSize = 16 * 1024;
 
@@ -194,8 +194,9 @@ void InotifyWatcher::Drain(int status) {
   if (batch.empty() && readError == 0) return;
 
   // Columns rather than one object per event: the names, and wd, mask and cookie three by three in an
-  // Int32Array (wd is -1 for IN_Q_OVERFLOW; mask and cookie are read back unsigned). A storm brings ~13 events per file, and building each as an object through N-API (an
-  // object and four named properties) cost more than the JavaScript that reads the columns.
+  // Int32Array (wd is -1 for IN_Q_OVERFLOW, inotify(7); mask and cookie are read back unsigned). A
+  // storm brings ~13 events per file, and one object per event made through N-API costs more than the
+  // JavaScript that reads the columns.
   Napi::Array names = Napi::Array::New(env, batch.size());
   Napi::Int32Array fields = Napi::Int32Array::New(env, batch.size() * 3);
   int32_t* field = fields.Data();
@@ -239,6 +240,10 @@ Napi::Value InotifyWatcher::RemoveWatch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "wd must be a number");
   if (state_ == nullptr) throw Napi::Error::New(env, "watcher is closed");
+  // inotify_rm_watch(2): EINVAL when the wd is not (or no longer) a watch of this instance: the kernel
+  // drops a watch by itself when its directory is deleted or unmounted (IN_IGNORED follows
+  // IN_DELETE_SELF, inotify(7)), and may then reuse the wd for a later watch. The caller
+  // (src/watch/native.ts) forgets a wd at its IN_IGNORED, and treats EINVAL here as already gone.
   if (inotify_rm_watch(state_->fd, info[0].As<Napi::Number>().Int32Value()) != 0) {
     throw ErrnoError(env, errno, "inotify_rm_watch", "");
   }
