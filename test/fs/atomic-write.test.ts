@@ -1,10 +1,10 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parsePlugin, planPatch } from '../../src/cni/conflist.js';
 import { NAME_MAX } from '../../src/cni/names.js';
-import { unlinkIfUnchanged, writeFileAtomic as writeAt, type AtomicWriteOptions } from '../../src/fs/atomic-write.js';
+import { touchSymlink, unlinkIfUnchanged, writeFileAtomic as writeAt, type AtomicWriteOptions } from '../../src/fs/atomic-write.js';
 import { Dir } from '../../src/fs/dir.js';
 import { addon } from '../../src/watch/addon.js';
 import { pluginText } from '../helpers/fixtures.js';
@@ -257,6 +257,31 @@ describe('writes started in one turn of the event loop (one batch per pool threa
     } finally {
       here.close();
       gone.close();
+    }
+  });
+});
+
+describe('touchSymlink', () => {
+  it('re-creates the same link (a new inode, an event for the runtime), and never brings back a removed or replaced one', () => {
+    const dir = tempDir();
+    const handle = Dir.open(dir);
+    try {
+      symlinkSync('target-a', path.join(dir, '10-x.conflist'));
+      const before = lstatSync(path.join(dir, '10-x.conflist')).ino;
+      touchSymlink(handle, '10-x.conflist', 'target-a');
+      expect(readlinkSync(path.join(dir, '10-x.conflist'))).toBe('target-a');
+      expect(lstatSync(path.join(dir, '10-x.conflist')).ino).not.toBe(before);
+      // Removed meanwhile (the primary deleted its link): it stays removed.
+      rmSync(path.join(dir, '10-x.conflist'));
+      touchSymlink(handle, '10-x.conflist', 'target-a');
+      expect(readdirSync(dir)).toEqual([]);
+      // Retargeted meanwhile (ln -sfn): the newer link stays.
+      symlinkSync('target-b', path.join(dir, '10-x.conflist'));
+      touchSymlink(handle, '10-x.conflist', 'target-a');
+      expect(readlinkSync(path.join(dir, '10-x.conflist'))).toBe('target-b');
+      expect(readdirSync(dir)).toEqual(['10-x.conflist']);
+    } finally {
+      handle.close();
     }
   });
 });

@@ -122,7 +122,14 @@ describe('hangs and crashes', () => {
     symlinkSync('/var/lib/cni-a/net.conflist', host.net('05-a.conflist'));
     await waitFor(async () => (await probe(port, '/readyz')).body.includes('fs.inotify.max_user_watches'), 'not ready, naming the sysctl');
     rmSync(host.net('05-a.conflist'));
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready once the link is gone');
+    let last = '';
+    await waitFor(async () => {
+      const r = await probe(port, '/readyz');
+      last = r.body;
+      return r.status === 200;
+    }, 'ready once the link is gone').catch((err: Error) => {
+      throw new Error(`${err.message}; /readyz said: ${last}`);
+    });
     expect((await daemon.stop()).code).toBe(0);
   });
 
