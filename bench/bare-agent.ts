@@ -10,10 +10,11 @@
 import { openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { planPatch } from '../src/cni/conflist.js';
-import { isConfigName, isOwnTempName, tempNameFor } from '../src/cni/names.js';
+import { isConfigName } from '../src/cni/names.js';
+import { isOwnTempName, tempNameFor } from '../src/fs/temp-names.js';
 import { loadConfig, requirePlugin } from '../src/config.js';
 import { LANDING, perPoolThread, type ReplaceJob } from '../src/fs/replace-batches.js';
-import { addon, IN, InotifyColumns } from '../src/watch/addon.js';
+import { addon, IN, InotifyColumns } from '../src/native/addon.js';
 import { DIRECTORY_MASK } from '../src/watch/native.js';
 
 const config = loadConfig(process.env);

@@ -15,7 +15,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isTempName } from '../src/cni/names.js';
+import { isTempName } from '../src/fs/temp-names.js';
 import { NativeWatcher } from '../src/watch/native.js';
 import type { WatchBackendName } from '../src/watch/watcher.js';
 import { Agent, type ThreadKind } from './agent.js';

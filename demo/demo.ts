@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, sy
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isTempName } from '../src/cni/names.js';
+import { isTempName } from '../src/fs/temp-names.js';
 import { NativeWatcher } from '../src/watch/native.js';
 import type { WatchEvent } from '../src/watch/watcher.js';
 

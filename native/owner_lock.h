@@ -2,7 +2,7 @@
 
 #include <napi.h>
 
-// flock(2) on an open fd, for the ownership rule (src/daemon/ownership.ts): the instance that owns the
+// flock(2) on an open fd, for the ownership rule (src/daemon/lifecycle/ownership.ts): the instance that owns the
 // node holds LOCK_EX on its owner file, and the kernel drops the lock when the holder dies, even by
 // SIGKILL (flock(2): the lock belongs to the open file description, released when its last fd
 // closes). A liveness signal that needs no periodic write in net.d.

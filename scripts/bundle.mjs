@@ -91,7 +91,7 @@ const PROMETHEUS_FILE = 'cni-chainer-prometheus.mjs';
 const prometheusApart = {
   name: 'prometheus-apart',
   setup(b) {
-    b.onResolve({ filter: /^\.\/prometheus\.js$/ }, (args) => (args.importer.endsWith('/daemon/health-server.js') ? { path: `./${PROMETHEUS_FILE}`, external: true } : undefined));
+    b.onResolve({ filter: /^\.\/prometheus\.js$/ }, (args) => (args.importer.endsWith('/daemon/http/health-server.js') ? { path: `./${PROMETHEUS_FILE}`, external: true } : undefined));
   },
 };
 
@@ -114,7 +114,7 @@ await build({
 });
 await build({
   ...common,
-  entryPoints: ['dist/src/daemon/prometheus.js'],
+  entryPoints: ['dist/src/daemon/http/prometheus.js'],
   outfile: `dist/${PROMETHEUS_FILE}`,
   plugins: [builtinsViaRequire, withoutUnused],
 });

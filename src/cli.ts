@@ -4,8 +4,8 @@
 import { statSync } from 'node:fs';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
-import { addon } from './watch/addon.js';
-import type { HealthPort } from './daemon/health-port.js';
+import { addon } from './native/addon.js';
+import type { HealthPort } from './daemon/http/health-port.js';
 import { createLogger } from './log.js';
 import { optimizeHeapForSize } from './memory-flags.js';
 import { VERSION } from './version.js';
@@ -57,7 +57,7 @@ async function run(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   requireContainerBinDir(config);
   const log = createLogger(config.logLevel, config.logFormat);
-  const [{ Daemon }, { Metrics }] = await Promise.all([import('./daemon/daemon.js'), import('./daemon/metrics.js')]);
+  const [{ Daemon }, { Metrics }] = await Promise.all([import('./daemon/lifecycle/daemon.js'), import('./daemon/http/metrics.js')]);
   const metrics = new Metrics(VERSION, config.backend);
   const daemon = new Daemon(config, plugin, log, metrics);
   log.info({ version: VERSION, instance: daemon.instance, backend: config.backend, netDir: config.netDir, hostRoot: config.hostRoot }, 'starting');
@@ -108,7 +108,7 @@ async function run(config: Config): Promise<number> {
   const scanning = await daemon.firstScan;
   await optimizeHeapForSize();
   if (scanning && config.healthPort !== 0 && stopping === undefined) {
-    const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/health-server.js'), import('./daemon/health-port.js')]);
+    const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/http/health-server.js'), import('./daemon/http/health-port.js')]);
     const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics, log);
     const port = new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceMayHoldPort());
     health = port;
@@ -148,14 +148,14 @@ async function uninstall(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   const log = createLogger(config.logLevel, config.logFormat);
   const [{ unpatchNode }, { removeBinaries, binaryNames }, { KubeconfigFile }, { Ownership }] = await Promise.all([
-    import('./daemon/unpatch-node.js'),
-    import('./daemon/binaries.js'),
+    import('./daemon/lifecycle/unpatch-node.js'),
+    import('./daemon/node/binaries.js'),
     import('./kube/kubeconfig-file.js'),
-    import('./daemon/ownership.js'),
+    import('./daemon/lifecycle/ownership.js'),
   ]);
   const root = new HostRoot(config.hostRoot);
   if (config.mode === 'owned') {
-    const { removeOwnedConfig } = await import('./daemon/daemon.js');
+    const { removeOwnedConfig } = await import('./daemon/lifecycle/daemon.js');
     const removed = removeOwnedConfig(root, config, plugin.type);
     if (removed.length > 0) log.info({ files: removed }, 'removed the owned config');
   }
@@ -180,7 +180,7 @@ async function uninstall(config: Config): Promise<number> {
 
 async function check(config: Config, json: boolean): Promise<number> {
   const plugin = requirePlugin(config);
-  const { inspectNode, formatReport } = await import('./daemon/check.js');
+  const { inspectNode, formatReport } = await import('./daemon/node/check.js');
   const report = inspectNode(new HostRoot(config.hostRoot), config, plugin);
   process.stdout.write(json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report));
   return report.chained ? 0 : 1;

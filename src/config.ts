@@ -6,9 +6,10 @@ import path from 'node:path';
 // the classic API costs ~13 MiB of RSS at start (measured: 15.3 vs 2.6 MiB over a bare node).
 import * as z from 'zod/mini';
 import { ConfigParseError, parsePlugin, type ChainedPlugin } from './cni/conflist.js';
-import { compareNames, isConfigName, isLibcniName, isTempName, parseTempName } from './cni/names.js';
+import { compareNames, isConfigName, isLibcniName } from './cni/names.js';
+import { isTempName, parseTempName } from './fs/temp-names.js';
 
-// The owner file's name (daemon/ownership.ts), repeated here so that validating the environment loads
+// The owner file's name (daemon/lifecycle/ownership.ts), repeated here so that validating the environment loads
 // no daemon code.
 const OWNER_FILE = '.cni-chainer.owner';
 // Multus' config: an owned config named by the operator must sort after it.

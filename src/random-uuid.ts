@@ -1,6 +1,6 @@
 // A random (version 4) UUID from getrandom(2) (RFC 9562 §5.4), without Node's crypto module (see
 // fs/content-hash.ts for why).
-import { addon } from './watch/addon.js';
+import { addon } from './native/addon.js';
 
 export function randomUuid(): string {
   const b = addon.getrandom(16);

@@ -9,7 +9,7 @@
 // write landed in between and we swap it straight back and report 'stale'. The temp name carries the
 // hash of what we expected to replace: should we die between the exchange and the give-back, the
 // sweep at the next start finds a temp whose content is not that hash and puts it back
-// (daemon/temp-sweep.ts).
+// (daemon/lifecycle/temp-sweep.ts).
 //
 // A write of bytes is one call into the addon (native/entry_io.h) that runs the whole sequence (create,
 // fill, chmod, chown, xattrs, fsync, exchange, compare, unlink) on libuv's thread pool: during a storm
@@ -20,8 +20,8 @@
 // fsync of fs/dir-sync.ts.
 import { closeSync, constants, fchmodSync, fchownSync, fsync, futimesSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { tempNameFor } from '../cni/names.js';
-import { addon, IN } from '../watch/addon.js';
+import { tempNameFor } from './temp-names.js';
+import { addon, IN } from '../native/addon.js';
 import { readEntry } from './bounded-read.js';
 import { contentHash } from './content-hash.js';
 import type { Dir } from './dir.js';

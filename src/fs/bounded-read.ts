@@ -4,7 +4,7 @@
 // at a bound: nothing in net.d can stall the event loop or exhaust memory (docs/design.md, A
 // pass). The whole sequence (lstat, open, fstat, read, xattrs, close) is one call into the addon
 // (native/entry_io.h): through Node's fs it was six calls and a Stats object per file.
-import { addon } from '../watch/addon.js';
+import { addon } from '../native/addon.js';
 import type { Dir } from './dir.js';
 
 /** What a read tells of the file besides its bytes. */

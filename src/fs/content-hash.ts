@@ -2,7 +2,7 @@
 // temp names carry (cni/names.ts).
 // The digest is computed by the addon (native/digest.h): Node's crypto module would cost ~10 ms of
 // start and ~3 MiB of RSS for this one function.
-import { addon } from '../watch/addon.js';
+import { addon } from '../native/addon.js';
 
 export function sha256(data: Buffer | string): string {
   return addon.sha256(data);

@@ -5,7 +5,7 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
 import { TurnMemo } from '../turn-memo.js';
-import { addon, IN } from '../watch/addon.js';
+import { addon, IN } from '../native/addon.js';
 import { errnoCode } from './errno.js';
 
 // Entry names only: RESOLVE_BENEATH refuses `..` and absolute names, RESOLVE_NO_SYMLINKS a link.

@@ -6,7 +6,7 @@
 // and it is the confinement itself only on kernels without openat2.
 import { constants, lstatSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { addon, IN } from '../watch/addon.js';
+import { addon, IN } from '../native/addon.js';
 import { Dir, kernelHasOpenat2 } from './dir.js';
 import { errnoCode, isMissing } from './errno.js';
 import { MountedHostPaths } from './mounted-host-paths.js';

@@ -3,7 +3,7 @@
 // go out together at its end, spread over the pool's threads: each thread works through its share one
 // file after another, as the floor's threads do (bench/floor.c). Fewer, larger work items wake fewer
 // threads; as many as the pool has keep the disk's fsyncs in flight together.
-import { addon } from '../watch/addon.js';
+import { addon } from '../native/addon.js';
 
 export type ReplaceJob = [
   dirfd: number,

@@ -1,5 +1,5 @@
 // The `native` backend: the addon's inotify instance, one fd for every watched directory.
-import { IN, InotifyColumns, type InotifyWatcherHandle } from './addon.js';
+import { IN, InotifyColumns, type InotifyWatcherHandle } from '../native/addon.js';
 import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener } from './watcher.js';
 
 // IN_MODIFY is included so a writer that keeps a file open is still noticed (docs/design.md, Events).
@@ -29,6 +29,7 @@ export function kindOfMask(mask: number): WatchEventKind | undefined {
 
 export class NativeWatcher implements Watcher {
   readonly backend = 'native' as const;
+  readonly capabilities = { recursive: false };
   private handle: InotifyWatcherHandle | undefined;
   private readonly wdByDir = new Map<string, number>();
   // The paths of each watch descriptor (two paths of one inode, a bind mount say, share one). An array:

@@ -15,6 +15,8 @@ function parcel(): typeof Parcel {
 
 export class ParcelWatcher implements Watcher {
   readonly backend = 'parcel' as const;
+  // Its subscriptions cover the whole tree below a directory.
+  readonly capabilities = { recursive: true };
   private readonly subscriptions = new Map<string, Parcel.AsyncSubscription>();
 
   constructor(

@@ -33,8 +33,18 @@ export interface WatchEvent {
 export type WatchListener = (events: WatchEvent[]) => void;
 export type WatchErrorListener = (error: Error) => void;
 
+/** What a backend can do, declared, so that callers ask for a capability, never for a backend's name. */
+export interface WatcherCapabilities {
+  /**
+   * A watch covers the whole tree below the directory (@parcel/watcher's subscriptions are recursive):
+   * watching the host root's ancestors of net.d would crawl the node.
+   */
+  readonly recursive: boolean;
+}
+
 export interface Watcher {
   readonly backend: WatchBackendName;
+  readonly capabilities: WatcherCapabilities;
   /** Starts watching the direct entries of `dir`. Throws/rejects with the errno code on failure. */
   watch(dir: string): Promise<void>;
   /** Stops watching `dir`; a directory that is already gone is not an error. */

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareNames, conflistName, isConfigName, isOwnedCopyName, isOwnTempName, isTempName, libcniOrder, ownedNameFor, tempNameFor } from '../../src/cni/names.js';
+import { compareNames, conflistName, isConfigName, isOwnedCopyName, libcniOrder, ownedNameFor } from '../../src/cni/names.js';
+import { isOwnTempName, isTempName, tempNameFor } from '../../src/fs/temp-names.js';
 
 const DEFAULT = ['.conflist', '.conf'];
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BytesInFlight } from '../../src/daemon/bytes-in-flight.js';
+import { BytesInFlight } from '../../src/daemon/keepers/bytes-in-flight.js';
 
 describe('BytesInFlight', () => {
   it('has room until the held bytes reach the budget, and again once they are released', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CoalescingQueue } from '../../src/daemon/coalescing-queue.js';
+import { CoalescingQueue } from '../../src/daemon/keepers/coalescing-queue.js';
 
 function gate() {
   let open!: () => void;

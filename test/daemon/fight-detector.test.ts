@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FightDetector, type FightPolicy } from '../../src/daemon/fight-detector.js';
+import { FightDetector, type FightPolicy } from '../../src/daemon/keepers/fight-detector.js';
 
 const POLICY: FightPolicy = { reactiveMs: 50, threshold: 3, baseBackoffMs: 1_000, maxBackoffMs: 60_000, calmMs: 120_000 };
 
@@ -80,5 +80,23 @@ describe('FightDetector', () => {
     expect(d.fights.isFighting('f')).toBe(true);
     expect(d.fights.isFighting('g')).toBe(false);
     expect(d.fights.backoffLeft('g')).toBe(0);
+  });
+
+  it('in a fight, a write is unsettled until it has held twice the reaction window (readiness waits for it)', () => {
+    const d = detector();
+    d.fights.wrote('f');
+    expect(d.fights.unsettled('f')).toBe(false); // no fight: a write is chained at once
+    for (let i = 0; i < 3; i++) writeThenRevert(d, 2);
+    expect(d.fights.isFighting('f')).toBe(true);
+    d.fights.wrote('f');
+    expect(d.fights.unsettled('f')).toBe(true);
+    d.advance(d.fights.settleMs);
+    expect(d.fights.unsettled('f')).toBe(true);
+    d.advance(1);
+    expect(d.fights.unsettled('f')).toBe(false); // it held: chained
+    d.fights.wrote('f');
+    d.advance(3);
+    d.fights.reverted('f');
+    expect(d.fights.unsettled('f')).toBe(false); // reverted: the backoff's status, not this one
   });
 });

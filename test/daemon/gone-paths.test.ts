@@ -2,7 +2,7 @@
 // random sequences of removals, returns and clock steps.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GonePaths } from '../../src/daemon/gone-paths.js';
+import { GonePaths } from '../../src/daemon/keepers/gone-paths.js';
 
 const KEEP_MS = 100;
 

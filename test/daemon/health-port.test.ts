@@ -3,9 +3,9 @@
 import { createServer, type Server } from 'node:net';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { HealthPort } from '../../src/daemon/health-port.js';
-import { HealthServer } from '../../src/daemon/health-server.js';
-import { Metrics } from '../../src/daemon/metrics.js';
+import { HealthPort } from '../../src/daemon/http/health-port.js';
+import { HealthServer } from '../../src/daemon/http/health-server.js';
+import { Metrics } from '../../src/daemon/http/metrics.js';
 import { freePort } from '../helpers/node-host.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -5,9 +5,9 @@ import { connect } from 'node:net';
 import { pino } from 'pino';
 import type { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HealthServer } from '../../src/daemon/health-server.js';
-import { Metrics } from '../../src/daemon/metrics.js';
-import { prometheusRegistry } from '../../src/daemon/prometheus.js';
+import { HealthServer } from '../../src/daemon/http/health-server.js';
+import { Metrics } from '../../src/daemon/http/metrics.js';
+import { prometheusRegistry } from '../../src/daemon/http/prometheus.js';
 
 let server: HealthServer | undefined;
 afterEach(async () => {

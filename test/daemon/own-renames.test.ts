@@ -1,9 +1,9 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempNameFor } from '../../src/cni/names.js';
-import { OwnRenames } from '../../src/daemon/own-renames.js';
-import { addon, IN } from '../../src/watch/addon.js';
+import { tempNameFor } from '../../src/fs/temp-names.js';
+import { OwnRenames } from '../../src/daemon/lifecycle/own-renames.js';
+import { addon, IN } from '../../src/native/addon.js';
 import { NativeWatcher } from '../../src/watch/native.js';
 import type { WatchEvent } from '../../src/watch/watcher.js';
 import { tempDir } from '../helpers/tmp.js';

@@ -2,8 +2,8 @@
 // counters, the gauge and the histogram (cumulative buckets, +Inf, sum, count), in Prometheus' text
 // format as prom-client renders it.
 import { describe, expect, it } from 'vitest';
-import { Metrics } from '../../src/daemon/metrics.js';
-import { prometheusRegistry } from '../../src/daemon/prometheus.js';
+import { Metrics } from '../../src/daemon/http/metrics.js';
+import { prometheusRegistry } from '../../src/daemon/http/prometheus.js';
 
 describe('prometheus exposition', () => {
   it('renders every count as it is at the scrape', async () => {

@@ -6,11 +6,11 @@ import { mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync, rename
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, requirePlugin } from '../../src/config.js';
-import { DEFAULT_FIGHT_POLICY } from '../../src/daemon/fight-detector.js';
-import { Metrics } from '../../src/daemon/metrics.js';
-import { PluginBinary } from '../../src/daemon/plugin-binary.js';
-import { Readiness } from '../../src/daemon/readiness.js';
-import { Reconciler } from '../../src/daemon/reconciler.js';
+import { DEFAULT_FIGHT_POLICY } from '../../src/daemon/keepers/fight-detector.js';
+import { Metrics } from '../../src/daemon/http/metrics.js';
+import { PluginBinary } from '../../src/daemon/node/plugin-binary.js';
+import { Readiness } from '../../src/daemon/keepers/readiness.js';
+import { Reconciler } from '../../src/daemon/keepers/reconciler.js';
 import { HostRoot } from '../../src/fs/host-root.js';
 import { createLogger } from '../../src/log.js';
 import { fixture, pluginText } from '../helpers/fixtures.js';

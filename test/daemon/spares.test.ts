@@ -4,7 +4,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Spares } from '../../src/daemon/spares.js';
+import { Spares } from '../../src/daemon/keepers/spares.js';
 import { sha256 } from '../../src/fs/content-hash.js';
 import { Dir } from '../../src/fs/dir.js';
 import { HostRoot } from '../../src/fs/host-root.js';

@@ -3,10 +3,10 @@ import { chmodSync, chownSync, closeSync, lstatSync, mkdirSync, openSync, readdi
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parsePlugin, planPatch } from '../../src/cni/conflist.js';
-import { NAME_MAX } from '../../src/cni/names.js';
+import { NAME_MAX } from '../../src/fs/temp-names.js';
 import { touchSymlink, unlinkIfUnchanged, writeFileAtomic as writeAt, type AtomicWriteOptions } from '../../src/fs/atomic-write.js';
 import { Dir } from '../../src/fs/dir.js';
-import { addon } from '../../src/watch/addon.js';
+import { addon } from '../../src/native/addon.js';
 import { pluginText } from '../helpers/fixtures.js';
 import { tempDir } from '../helpers/tmp.js';
 import { skipOrFail } from '../helpers/capability.js';

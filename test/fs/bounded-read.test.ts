@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEntry } from '../../src/fs/bounded-read.js';
 import { Dir } from '../../src/fs/dir.js';
-import { addon, IN, type RawInotifyEvent } from '../../src/watch/addon.js';
+import { addon, IN, type RawInotifyEvent } from '../../src/native/addon.js';
 import { tempDir } from '../helpers/tmp.js';
 import { skipOrFail } from '../helpers/capability.js';
 

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { contentHash, sha256 } from '../../src/fs/content-hash.js';
 import { randomUuid } from '../../src/random-uuid.js';
-import { addon } from '../../src/watch/addon.js';
+import { addon } from '../../src/native/addon.js';
 
 describe('sha256', () => {
   it('equals node:crypto for any bytes and any string', () => {

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HostRoot } from '../../src/fs/host-root.js';
 import { resolveInRoot, type Entry, type Lookup } from '../../src/fs/resolve-in-root.js';
-import { addon, IN } from '../../src/watch/addon.js';
+import { addon, IN } from '../../src/native/addon.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** An in-memory tree: host path → entry. Directories are implied by their children. */

@@ -5,8 +5,8 @@ import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, rea
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parsePlugin, planPatch } from '../../src/cni/conflist.js';
-import { nameHash } from '../../src/cni/names.js';
-import { addon } from '../../src/watch/addon.js';
+import { nameHash } from '../../src/fs/temp-names.js';
+import { addon } from '../../src/native/addon.js';
 import { fixture, pluginText } from '../helpers/fixtures.js';
 import { NodeHost } from '../helpers/node-host.js';
 import { tempDir } from '../helpers/tmp.js';

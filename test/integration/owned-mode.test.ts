@@ -2,7 +2,7 @@
 // runtime, holds the primary's config with the plugin appended.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { addon } from '../../src/watch/addon.js';
+import { addon } from '../../src/native/addon.js';
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/fixtures.js';
 import { freePort, NodeHost, probe } from '../helpers/node-host.js';

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addon, IN, type RawInotifyEvent } from '../../src/watch/addon.js';
+import { addon, IN, type RawInotifyEvent } from '../../src/native/addon.js';
 import { addonFile } from '../helpers/addon-path.js';
 import { runNodeScript, runProcess } from '../helpers/run-node.js';
 import { tempDir } from '../helpers/tmp.js';

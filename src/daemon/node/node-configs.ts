@@ -1,10 +1,10 @@
 // The configs of a node as they are on disk, each with the file that holds its content: shared by
 // `check`, `uninstall` and the shutdown cleanup, which all look at net.d once rather than watch it.
 import path from 'node:path';
-import { isConfigName, isLibcniName } from '../cni/names.js';
-import type { HostRoot } from '../fs/host-root.js';
-import { withDirSync } from '../fs/dir.js';
-import { isMissing } from '../fs/errno.js';
+import { isConfigName, isLibcniName } from '../../cni/names.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import { withDirSync } from '../../fs/dir.js';
+import { isMissing } from '../../fs/errno.js';
 
 export interface NodeConfig {
   name: string;

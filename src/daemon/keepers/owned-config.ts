@@ -18,13 +18,14 @@
 // - A primary that removes, renames or reverts our copy within milliseconds of each write (Cilium's
 //   cni.exclusive renames every other config to `.cilium_bak`) is a fight: the copy is written at the
 //   fight rule's backoff rate, and readiness names the cause and the fix.
-import { planPatch, scanConfig } from '../cni/conflist.js';
-import { compareNames, isLibcniName, isOwnedCopyName, libcniOrder, NAME_MAX, ownedNameFor } from '../cni/names.js';
-import { writeFileAtomic } from '../fs/atomic-write.js';
-import { readEntry, type EntryRead } from '../fs/bounded-read.js';
-import { sha256 } from '../fs/content-hash.js';
-import type { Dir } from '../fs/dir.js';
-import { isMissing } from '../fs/errno.js';
+import { planPatch, scanConfig } from '../../cni/conflist.js';
+import { compareNames, isLibcniName, isOwnedCopyName, libcniOrder, ownedNameFor } from '../../cni/names.js';
+import { NAME_MAX } from '../../fs/temp-names.js';
+import { writeFileAtomic } from '../../fs/atomic-write.js';
+import { readEntry, type EntryRead } from '../../fs/bounded-read.js';
+import { sha256 } from '../../fs/content-hash.js';
+import type { Dir } from '../../fs/dir.js';
+import { isMissing } from '../../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { DEFAULT_FIGHT_POLICY, FightDetector, FIGHT_CAUSE } from './fight-detector.js';
@@ -124,6 +125,12 @@ export class OwnedConfig {
     if (this.lastProblem.get(name) === key) return;
     this.lastProblem.set(name, key);
     log.warn({ file: name, status, detail }, 'owned config not in place');
+  }
+
+  /** A fight's status: on /readyz, not logged (the fight's one warning says it). */
+  private fighting(name: string, detail: string): void {
+    this.reported.add(name);
+    this.deps.readiness.set(name, 'backoff', detail);
   }
 
   private fine(name: string): void {
@@ -235,7 +242,14 @@ export class OwnedConfig {
       this.deps.metrics.patches.inc();
       this.deps.log.info({ file: ownedName, primary: primary.name }, 'owned config follows the primary');
     }
-    if (!shadowed) this.fine(ownedName);
+    if (shadowed) return;
+    if (this.fights.unsettled(ownedName)) {
+      // In a fight, a copy just written holds only if it is still there a moment later.
+      this.fighting(ownedName, `written in a fight (${FIGHT_CAUSE}); checking that it holds`);
+      this.retryLater(this.fights.settleMs + 1);
+      return;
+    }
+    this.fine(ownedName);
   }
 
   /**
@@ -255,7 +269,7 @@ export class OwnedConfig {
     const left = this.fights.backoffLeft(ownedName);
     if (left === 0) return false;
     this.deps.metrics.backoffs.inc();
-    this.problem(ownedName, 'backoff', `removed, renamed or reverted within milliseconds of each write (${FIGHT_CAUSE}); next try in ${left} ms`);
+    this.fighting(ownedName, `removed, renamed or reverted within milliseconds of each write (${FIGHT_CAUSE}); next try in ${left} ms`);
     this.retryLater(left);
     return true;
   }

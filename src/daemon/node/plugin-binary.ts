@@ -8,9 +8,9 @@
 // (ctime moves with every inode change), so one lstat per event-loop turn tells, without a hash.
 import { statSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { withDirSync } from '../fs/dir.js';
-import type { HostRoot } from '../fs/host-root.js';
-import { TurnMemo } from '../turn-memo.js';
+import { withDirSync } from '../../fs/dir.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import { TurnMemo } from '../../turn-memo.js';
 
 interface Identity {
   ino: number;

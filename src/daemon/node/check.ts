@@ -1,15 +1,15 @@
 // `cni-chainer check`: a read-only report of the node's CNI configs, and of the plugin binary they name.
 import path from 'node:path';
-import type { Config } from '../config.js';
+import type { Config } from '../../config.js';
 import { statSync, type Stats } from 'node:fs';
-import { chainState, ConfigParseError, planPatch, scanConfig, type ChainedPlugin } from '../cni/conflist.js';
-import { compareNames, isOwnedCopyName, libcniOrder } from '../cni/names.js';
-import { readEntry } from '../fs/bounded-read.js';
-import { withDirSync } from '../fs/dir.js';
-import type { HostRoot } from '../fs/host-root.js';
+import { chainState, ConfigParseError, planPatch, scanConfig, type ChainedPlugin } from '../../cni/conflist.js';
+import { compareNames, isOwnedCopyName, libcniOrder } from '../../cni/names.js';
+import { readEntry } from '../../fs/bounded-read.js';
+import { withDirSync } from '../../fs/dir.js';
+import type { HostRoot } from '../../fs/host-root.js';
 import { listNodeConfigs, type NodeConfig } from './node-configs.js';
-import { resolveDelegate } from './symlink-targets.js';
-import type { Delegation } from '../cni/meta-plugin.js';
+import { resolveDelegate } from '../keepers/symlink-targets.js';
+import type { Delegation } from '../../cni/meta-plugin.js';
 
 export type ConfigState = 'chained' | 'not-chained' | 'stale-plugin' | 'stale-copy' | 'invalid' | 'unresolved' | 'too-large';
 

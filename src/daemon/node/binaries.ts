@@ -7,10 +7,10 @@
 import { closeSync, constants, fstatSync, openSync, read, readdirSync, statSync, write, type Stats } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { writeFileAtomic } from '../fs/atomic-write.js';
-import { withDir, type Dir } from '../fs/dir.js';
-import { errnoCode } from '../fs/errno.js';
-import type { HostRoot } from '../fs/host-root.js';
+import { writeFileAtomic } from '../../fs/atomic-write.js';
+import { withDir, type Dir } from '../../fs/dir.js';
+import { errnoCode } from '../../fs/errno.js';
+import type { HostRoot } from '../../fs/host-root.js';
 
 const readAsync = promisify(read);
 const writeAsync = promisify(write);

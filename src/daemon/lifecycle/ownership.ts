@@ -14,12 +14,12 @@
 // Records written by earlier versions (no `liveness` field) renewed their mtime every 2 s instead;
 // they count as alive while that mtime is under 10 s old, so a mixed-version upgrade still hands over.
 import { closeSync, constants, fstatSync, readSync, writeSync } from 'node:fs';
-import { tempNameFor } from '../cni/names.js';
-import { randomUuid } from '../random-uuid.js';
-import { withDirSync, type Dir } from '../fs/dir.js';
-import { errnoCode } from '../fs/errno.js';
-import type { HostRoot } from '../fs/host-root.js';
-import { addon } from '../watch/addon.js';
+import { tempNameFor } from '../../fs/temp-names.js';
+import { randomUuid } from '../../random-uuid.js';
+import { withDirSync, type Dir } from '../../fs/dir.js';
+import { errnoCode } from '../../fs/errno.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import { addon } from '../../native/addon.js';
 
 export const OWNER_FILE_NAME = '.cni-chainer.owner';
 /** How long an earlier version's heartbeat (mtime) counts as alive. */

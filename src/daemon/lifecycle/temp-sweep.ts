@@ -10,12 +10,12 @@
 //    back (and then patched like any other write); if the primary has written again since, its
 //    latest version wins and the temp is removed.
 // Runs at start, before the first scan, and at every resync for temps older than a live writer's.
-import { planUnpatch } from '../cni/conflist.js';
-import { nameHash, parseTempName, isOwnTempName } from '../cni/names.js';
-import { contentHash } from '../fs/content-hash.js';
-import { readEntry } from '../fs/bounded-read.js';
-import type { Dir } from '../fs/dir.js';
-import { errnoCode } from '../fs/errno.js';
+import { planUnpatch } from '../../cni/conflist.js';
+import { nameHash, parseTempName, isOwnTempName } from '../../fs/temp-names.js';
+import { contentHash } from '../../fs/content-hash.js';
+import { readEntry } from '../../fs/bounded-read.js';
+import type { Dir } from '../../fs/dir.js';
+import { errnoCode } from '../../fs/errno.js';
 
 export interface SweepResult {
   removed: string[];

@@ -1,15 +1,15 @@
 // Takes our plugin out of every config on the node (targets of symlinks included), atomically, never
 // over a newer write. Used by the daemon's shutdown and by `cni-chainer uninstall`.
 import path from 'node:path';
-import { planUnpatch } from '../cni/conflist.js';
-import { touchSymlink, writeFileAtomic } from '../fs/atomic-write.js';
-import { readEntry } from '../fs/bounded-read.js';
-import { withDir } from '../fs/dir.js';
-import type { HostRoot } from '../fs/host-root.js';
-import type { Logger } from '../log.js';
-import { isOwnedCopyName } from '../cni/names.js';
-import { withDirSync } from '../fs/dir.js';
-import { listNodeConfigs, type NodeConfig } from './node-configs.js';
+import { planUnpatch } from '../../cni/conflist.js';
+import { touchSymlink, writeFileAtomic } from '../../fs/atomic-write.js';
+import { readEntry } from '../../fs/bounded-read.js';
+import { withDir } from '../../fs/dir.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import type { Logger } from '../../log.js';
+import { isOwnedCopyName } from '../../cni/names.js';
+import { withDirSync } from '../../fs/dir.js';
+import { listNodeConfigs, type NodeConfig } from '../node/node-configs.js';
 import { restoreParkedLinks } from './parked-links.js';
 
 // Backups other agents make of the configs they push aside, and never restore: Cilium's cni.exclusive

@@ -1,11 +1,11 @@
 // What the daemon asks of whatever keeps the node's configs chained: the in-place Reconciler, or the
 // OwnedConfig of CNI_PATCH_MODE=owned. Events, scans and shutdown are the same for both.
-import type { Config } from '../config.js';
-import type { ChainedPlugin } from '../cni/conflist.js';
-import type { HostRoot } from '../fs/host-root.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from './metrics.js';
-import type { PluginBinary } from './plugin-binary.js';
+import type { Config } from '../../config.js';
+import type { ChainedPlugin } from '../../cni/conflist.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../http/metrics.js';
+import type { PluginBinary } from '../node/plugin-binary.js';
 import type { Readiness } from './readiness.js';
 import type { SymlinkTargets } from './symlink-targets.js';
 

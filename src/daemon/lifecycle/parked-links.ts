@@ -1,12 +1,12 @@
 // Puts back the `.conf` symlinks that conversion parked (cni/names.ts parkedLinkName), exactly as they
 // were, and removes the conflists made from their targets: after stop or uninstall the runtime loads
 // the primary's own link again, and whatever its target says from then on reaches the runtime.
-import { conflistName, parkedLinkOriginal } from '../cni/names.js';
-import { withDirSync } from '../fs/dir.js';
-import { isMissing } from '../fs/errno.js';
-import type { HostRoot } from '../fs/host-root.js';
-import type { Logger } from '../log.js';
-import { IN } from '../watch/addon.js';
+import { conflistName, parkedLinkOriginal } from '../../cni/names.js';
+import { withDirSync } from '../../fs/dir.js';
+import { isMissing } from '../../fs/errno.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import type { Logger } from '../../log.js';
+import { IN } from '../../native/addon.js';
 
 /** Restores every parked link of net.d; returns the conflists it removed (they were ours). */
 export function restoreParkedLinks(root: HostRoot, netDir: string, log: Logger): string[] {

@@ -7,8 +7,8 @@
 // rename). For rename(tmp → config) the temp half comes first, so a split costs nothing. For the
 // second rename of an exchange the config half comes first: split there, it costs one pass, which
 // finds our own content by hash and writes nothing.
-import { isOwnTempName } from '../cni/names.js';
-import type { WatchEvent } from '../watch/watcher.js';
+import { isOwnTempName } from '../../fs/temp-names.js';
+import type { WatchEvent } from '../../watch/watcher.js';
 
 // Cookies are kept in two generations of up to this many each: a full current generation becomes the
 // previous one, and the one before is dropped whole. That remembers the last 4,096 to 8,192 renames at

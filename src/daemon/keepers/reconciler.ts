@@ -8,16 +8,16 @@
 // cookies to tell) costs one read and no scan.
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import { planPatch } from '../cni/conflist.js';
-import type { Delegation } from '../cni/meta-plugin.js';
-import { conflistName, isConfigName, isLibcniName, libcniOrder, parkedLinkName, parkedLinkOriginal } from '../cni/names.js';
-import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../fs/atomic-write.js';
-import { readEntry, type EntryRead } from '../fs/bounded-read.js';
-import { contentHashOfDigest, sha256 } from '../fs/content-hash.js';
-import { withDirSync, type Dir } from '../fs/dir.js';
-import { SharedDir } from '../fs/shared-dir.js';
-import { TurnMemo } from '../turn-memo.js';
-import { errnoCode, isMissing } from '../fs/errno.js';
+import { planPatch } from '../../cni/conflist.js';
+import type { Delegation } from '../../cni/meta-plugin.js';
+import { conflistName, isConfigName, isLibcniName, libcniOrder, parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';
+import { landTemp, touchSymlink, unlinkIfUnchanged, writeFileAtomic } from '../../fs/atomic-write.js';
+import { readEntry, type EntryRead } from '../../fs/bounded-read.js';
+import { contentHashOfDigest, sha256 } from '../../fs/content-hash.js';
+import { withDirSync, type Dir } from '../../fs/dir.js';
+import { SharedDir } from '../../fs/shared-dir.js';
+import { TurnMemo } from '../../turn-memo.js';
+import { errnoCode, isMissing } from '../../fs/errno.js';
 import { BurstLog } from './burst-log.js';
 import { BytesInFlight } from './bytes-in-flight.js';
 import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js';
@@ -311,7 +311,7 @@ export class Reconciler {
     try {
       const digest = sha256(content);
       if (this.lastWritten.get(fileKey) === digest) {
-        this.chained(name); // the event of our own write
+        this.chainedOrSettling(name, fileKey); // the event of our own write
         return;
       }
 
@@ -384,7 +384,7 @@ export class Reconciler {
         // The runtime watches net.d only: re-create the link so it sees the change.
         touchSymlink(netDir, name, source.linkText);
       }
-      this.chained(name);
+      this.chainedOrSettling(name, fileKey);
       // Only in net.d, where every reader ignores hidden temp names (libcni goes by extension); a link
       // target's directory belongs to whoever made the link, and may be read by anything.
       if (rewrittenAfterOurPatch && source.dir.disk === netDir.disk && this.deps.isActive()) {
@@ -540,6 +540,19 @@ export class Reconciler {
     }, ms);
     timer.unref();
     this.retryTimers.set(name, timer);
+  }
+
+  /**
+   * Chained, unless the file is in a fight and our write is too young to tell whether it holds: then
+   * not ready, and a look once it has held long enough (fight-detector.ts `unsettled`).
+   */
+  private chainedOrSettling(name: string, fileKey: string): void {
+    if (!this.fights.unsettled(fileKey)) {
+      this.chained(name);
+      return;
+    }
+    this.deps.readiness.set(name, 'backoff', `patch written in a fight (${FIGHT_CAUSE}); checking that it holds`);
+    this.retryLater(name, this.fights.settleMs + 1);
   }
 
   private chained(name: string): void {

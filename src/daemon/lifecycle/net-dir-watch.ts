@@ -8,10 +8,10 @@
 // The watch set is re-checked after it is in place: a level created between a failed lookup and the
 // watch on its parent sends no event, so arm() resolves again until two lookups agree.
 import { statSync } from 'node:fs';
-import { errnoCode } from '../fs/errno.js';
-import type { HostRoot } from '../fs/host-root.js';
-import type { Logger } from '../log.js';
-import type { WatchEvent, Watcher } from '../watch/watcher.js';
+import { errnoCode } from '../../fs/errno.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import type { Logger } from '../../log.js';
+import type { WatchEvent, Watcher } from '../../watch/watcher.js';
 
 export type NetDirState =
   | { kind: 'unarmed' }
@@ -105,10 +105,9 @@ export class NetDirWatch {
 
   private plan(): Plan {
     const plan = this.fullPlan();
-    if (this.watcher.backend === 'native') return plan;
-    // @parcel/watcher subscriptions are recursive: watching the host root's ancestors would crawl the
-    // whole node. Only the deepest existing level is watched while net.d is missing, and a replaced
-    // ancestor is found by the resync.
+    if (!this.watcher.capabilities.recursive) return plan;
+    // A recursive watch of the host root's ancestors would crawl the whole node. Only the deepest
+    // existing level is watched while net.d is missing, and a replaced ancestor is found by the resync.
     if (plan.netDir !== undefined) return { ...plan, ancestors: new Map() };
     const deepest = [...plan.ancestors].sort(([a], [b]) => b.length - a.length)[0];
     return { ...plan, ancestors: new Map(deepest === undefined ? [] : [deepest]) };

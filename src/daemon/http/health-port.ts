@@ -4,8 +4,8 @@
 // the port while another live instance owns the node, and that instance lets go of the port when it
 // stands down (the newer claims the node as it starts). A rollback hands it back the same way. A port
 // held by anything else is a configuration error (exit 2, cli.ts).
-import { errnoCode } from '../fs/errno.js';
-import type { Logger } from '../log.js';
+import { errnoCode } from '../../fs/errno.js';
+import type { Logger } from '../../log.js';
 import type { HealthServer } from './health-server.js';
 
 const RETRY_MS = 250;

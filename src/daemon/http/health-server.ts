@@ -3,9 +3,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 import type { Metrics } from './metrics.js';
-import type { ReadinessReport } from './readiness.js';
+import type { ReadinessReport } from '../keepers/readiness.js';
 
 export interface HealthSource {
   /** The watches are in place. */

@@ -11,9 +11,9 @@
 // A spare's temp name carries the hash of the content it will replace, and its content unpatches to
 // exactly that content, so the start-up sweep removes a spare a crash left behind like any unlanded
 // patch.
-import { createTemp, type AtomicWriteOptions } from '../fs/atomic-write.js';
-import type { Dir } from '../fs/dir.js';
-import type { HostRoot } from '../fs/host-root.js';
+import { createTemp, type AtomicWriteOptions } from '../../fs/atomic-write.js';
+import type { Dir } from '../../fs/dir.js';
+import type { HostRoot } from '../../fs/host-root.js';
 
 interface Spare {
   tmp: string;

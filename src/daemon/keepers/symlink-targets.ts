@@ -3,11 +3,11 @@
 // the link, so the target's directory is watched for as long as some link points into it.
 import { readlinkSync } from 'node:fs';
 import path from 'node:path';
-import type { Dir } from '../fs/dir.js';
-import { errnoCode, isMissing } from '../fs/errno.js';
-import type { HostRoot } from '../fs/host-root.js';
-import type { Resolution } from '../fs/resolve-in-root.js';
-import { delegatePathCandidates } from '../cni/meta-plugin.js';
+import type { Dir } from '../../fs/dir.js';
+import { errnoCode, isMissing } from '../../fs/errno.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import type { Resolution } from '../../fs/resolve-in-root.js';
+import { delegatePathCandidates } from '../../cni/meta-plugin.js';
 
 export type LinkTarget =
   | { ok: true; dir: Dir; name: string }

@@ -95,6 +95,21 @@ export class FightDetector {
     return state === undefined ? 0 : Math.max(0, Math.ceil(state.until - this.now()));
   }
 
+  /**
+   * True while `key` is in a fight and our last write is too young to tell whether it holds: readiness
+   * must not say chained in the milliseconds before the other writer reverts it again.
+   */
+  unsettled(key: string): boolean {
+    if (!this.isFighting(key)) return false;
+    const wrote = this.lastWrite.get(key);
+    return wrote !== undefined && this.now() - wrote <= this.settleMs;
+  }
+
+  /** How long after our write a fight's patch counts as holding: twice the reaction window. */
+  get settleMs(): number {
+    return 2 * this.policy.reactiveMs;
+  }
+
   isFighting(key: string): boolean {
     return (this.files.get(key)?.level ?? 0) > 0;
   }

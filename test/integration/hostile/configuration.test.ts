@@ -1,0 +1,58 @@
+// Configuration and messages.
+// The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
+// (issue 7; each failed on version 0.1), or the later issue that added it.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+
+describe('configuration and messages', () => {
+  it('17. HEALTH_PORT in use: one line naming it, exit 2, no stack', async () => {
+    const host = new NodeHost();
+    const port = await freePort();
+    const { createServer } = await import('node:net');
+    const blocker = createServer().listen(port, '::');
+    await new Promise((r) => blocker.once('listening', r));
+    try {
+      const result = await host.cli(['run'], { HEALTH_PORT: String(port) });
+      expect(result.code).toBe(2);
+      expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^cni-chainer: HEALTH_PORT: .*EADDRINUSE/)]);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('17. check and uninstall with net.d a regular file: a clear answer, no stack', async () => {
+    const host = new NodeHost({ netDir: false });
+    mkdirSync(path.dirname(host.netDir), { recursive: true });
+    writeFileSync(host.netDir, 'not a directory');
+    const check = await host.cli(['check']);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('/etc/cni/net.d: is not a directory');
+    expect(check.stderr).toBe('');
+    // Nothing can hold the plugin where there is no directory: uninstall has nothing to do.
+    const uninstall = await host.cli(['uninstall']);
+    expect(uninstall.code).toBe(0);
+    expect(uninstall.stderr).toBe('');
+  });
+
+  it('17. check escapes a config name with a newline', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist', 'evil\n  * 00-forged.conflist  chained\nx.conflist');
+    const check = await host.cli(['check']);
+    expect(check.stdout).not.toMatch(/^ {2}\* 00-forged/m);
+    expect(check.stdout).toContain('"evil\\n');
+  });
+
+  it('18. /healthz reports a stalled event loop after it recovers', async () => {
+    const host = new NodeHost();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    daemon.child.kill('SIGSTOP'); // the loop stalls: no timer, no request served
+    await new Promise((r) => setTimeout(r, 6_500));
+    daemon.child.kill('SIGCONT');
+    const r = await probe(port, '/healthz');
+    expect(r.status).toBe(503);
+    expect(r.body).toMatch(/event loop stalled for \d+ ms/);
+  }, 20_000);
+});

@@ -1,0 +1,164 @@
+// Nodes never left broken: upgrades, rollbacks, stops that cannot finish.
+// The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
+// (issue 7; each failed on version 0.1), or the later issue that added it.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { itWith } from '../../helpers/capability.js';
+import { fixture } from '../../helpers/fixtures.js';
+import { canChattr, temps } from '../../helpers/hostile.js';
+import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+import { waitFor } from '../../helpers/wait.js';
+
+describe('nodes never left broken', () => {
+  it('11. rollback: the older instance takes the node back within seconds when the newer one exits', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const a = await host.started();
+    const b = await host.started();
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    expect((await b.stop()).code).toBe(0); // B's cleanup removes the plugin, binary and kubeconfig
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 15_000);
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained again by A');
+    await waitFor(() => existsSync(path.join(host.binDir, 'linkerd-cni')) && existsSync(host.net('ZZZ-linkerd-cni-kubeconfig')), 'binary and kubeconfig back');
+    host.putFixture('10-aws.conflist');
+    await waitFor(() => host.isChained('10-aws.conflist'), 'new configs chained by A');
+  });
+
+  it('11. upgrade with maxSurge on the host network: HEALTH_PORT handed to the newer instance, and back on rollback', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const port = await freePort();
+    const a = await host.started({ HEALTH_PORT: String(port) });
+    expect((await probe(port, '/readyz')).status).toBe(200);
+    // B starts while A holds the port: A lets go on standing down, and B waits for the port if it
+    // comes first (that wait is timed in test/daemon/health-port.test.ts).
+    const b = await host.started({ HEALTH_PORT: String(port) });
+    await a.waitLog((l) => l.msg === 'released HEALTH_PORT to the instance that took over');
+    await b.waitLog((l) => l.msg === 'health server listening');
+    await waitFor(async () => (await probe(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'B answers ready on the port');
+    // Rollback: B goes, A takes the node and the port back.
+    expect((await b.stop()).code).toBe(0);
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 15_000);
+    await waitFor(async () => (await probe(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'A answers ready on the port again');
+    await waitFor(() => a.count('health server listening') === 2, 'A listening again');
+  }, 30_000);
+
+  it('11. rollback after the newer instance was killed: taken back at once (the kernel drops its lock)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const a = await host.started();
+    const b = await host.started();
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    await b.stop('SIGKILL');
+    host.putFixture('10-aws.conflist');
+    // Earlier versions waited for a heartbeat to go 10 s stale; the lock goes with the process.
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 5_000);
+    await waitFor(() => host.isChained('10-aws.conflist'), 'chained by A');
+  }, 30_000);
+
+  it('11. an earlier version as owner (a heartbeat, no lock): alive while its mtime is fresh, taken back once stale', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const owner = host.net('.cni-chainer.owner');
+    writeFileSync(owner, `${JSON.stringify({ instance: 'old-version', pid: 1, startedAt: new Date().toISOString() })}\n`);
+    const a = await host.started();
+    // A newer instance takes over from a live one at start, as in a surge.
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect(JSON.parse(readFileSync(owner, 'utf8')).instance).not.toBe('old-version');
+    // The old version's heartbeat claims the node back: A stands down while that mtime is fresh.
+    writeFileSync(owner, `${JSON.stringify({ instance: 'old-version', pid: 1, startedAt: new Date().toISOString() })}\n`);
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    // The old version was killed: its heartbeat goes stale, and A takes the node back.
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 20_000);
+  }, 30_000);
+
+  itWith(canChattr, 'chattr +i')('12. SIGTERM when unchaining fails: binary and kubeconfig kept, exit 1 naming the files', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect(spawnSync('chattr', ['+i', host.netDir]).status).toBe(0);
+    try {
+      const { code } = await daemon.stop();
+      expect(code).toBe(1);
+      const line = daemon.logs.items.find((l) => l.msg === 'stopped, but the plugin is still in these configs: binaries and kubeconfig kept');
+      expect(line?.files).toEqual(['10-flannel.conflist']);
+      expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(true);
+      expect(host.holdsPlugin('10-flannel.conflist')).toBe(true);
+      const uninstall = await host.cli(['uninstall']);
+      expect(uninstall.code).toBe(1);
+      expect(uninstall.stderr).toContain('10-flannel.conflist');
+      expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(true);
+    } finally {
+      spawnSync('chattr', ['-i', host.netDir]);
+    }
+  });
+
+  it('12. check notices a missing plugin binary', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    expect((await host.cli(['check'])).code).toBe(0);
+    await daemon.stop('SIGKILL');
+    rmSync(path.join(host.binDir, 'linkerd-cni'));
+    const check = await host.cli(['check']);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toContain('plugin binary /opt/cni/bin/linkerd-cni: MISSING');
+  });
+
+  it('13. SIGTERM then SIGINT: one cleanup, finished, exit 0', async () => {
+    const host = new NodeHost();
+    for (let i = 0; i < 300; i++) writeFileSync(host.net(`c${i}.conflist`), fixture('10-flannel.conflist'));
+    const daemon = await host.started({ LOG_LEVEL: 'info' });
+    await waitFor(() => host.isChained('c299.conflist') && host.isChained('c0.conflist'), 'chained');
+    daemon.child.kill('SIGTERM');
+    daemon.child.kill('SIGINT');
+    const { code } = await daemon.exited;
+    expect(code).toBe(0);
+    expect(daemon.count('stopping')).toBe(1);
+    for (let i = 0; i < 300; i++) expect(host.read(`c${i}.conflist`)).toBe(fixture('10-flannel.conflist'));
+    expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(false);
+  });
+
+  it('13. SIGTERM unchains the former target of a retargeted link', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist', 'a.conflist-v1');
+    host.putFixture('10-aws.conflist', 'a.conflist-v2');
+    symlinkSync('a.conflist-v1', host.net('10-a.conflist'));
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('a.conflist-v1'), 'v1 chained');
+    symlinkSync('a.conflist-v2', host.net('.new-link'));
+    renameSync(host.net('.new-link'), host.net('10-a.conflist'));
+    await waitFor(() => host.isChained('a.conflist-v2'), 'v2 chained');
+    expect((await daemon.stop()).code).toBe(0);
+    expect(host.read('a.conflist-v1')).toBe(fixture('10-flannel.conflist'));
+    expect(host.read('a.conflist-v2')).toBe(fixture('10-aws.conflist'));
+  });
+
+  it('13. SIGTERM with 10,000 configs finishes within the default deadline', async () => {
+    const host = new NodeHost();
+    for (let i = 0; i < 10_000; i++) writeFileSync(host.net(`c${String(i).padStart(5, '0')}.conflist`), fixture('10-flannel.conflist'));
+    const daemon = host.start({ LOG_LEVEL: 'warn' });
+    await waitFor(() => host.read('c09999.conflist').includes('linkerd-cni') && host.read('c00000.conflist').includes('linkerd-cni'), 'chained', 90_000);
+    const { code } = await daemon.stop();
+    expect(code).toBe(0);
+    const still = readdirSync(host.netDir).filter((n) => n.endsWith('.conflist') && host.holdsPlugin(n));
+    expect(still).toEqual([]);
+    expect(temps(host.netDir)).toEqual([]);
+  }, 180_000);
+
+  it('14. temp files a SIGKILL left behind are swept at the next start', async () => {
+    const host = new NodeHost();
+    for (let i = 0; i < 200; i++) writeFileSync(host.net(`c${i}.conflist`), fixture('10-flannel.conflist'));
+    // Stale temps of a dead instance (other token), of both kinds: an unlanded patch and a landed exchange.
+    const stale = ['.c1.conflist.cni-chainer-0123456789ab-1-000000000000-new.tmp', '.c2.conflist.cni-chainer-0123456789ab-2-000000000000-new.tmp'];
+    for (const name of stale) writeFileSync(host.net(name), 'leftover');
+    const daemon = await host.started();
+    await waitFor(() => host.isChained('c199.conflist'), 'chained');
+    expect(temps(host.netDir)).toEqual([]);
+    await daemon.stop();
+  });
+});
