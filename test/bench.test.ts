@@ -20,8 +20,9 @@ describe('npm run bench', () => {
     const start = /^\| start: exec → first config patched, minus a bare node -e '' \| (\d+) - (\d+) = (-?\d+) ms \| <= 40 ms \| (pass|FAIL) \|$/m.exec(result.stdout);
     expect(start).not.toBeNull();
     const [, agent, bare, difference, verdict] = start!;
-    expect(Number(agent) - Number(bare)).toBe(Number(difference));
-    expect(verdict).toBe(Number(difference) <= 40 ? 'pass' : 'FAIL');
+    // Each figure is rounded on its own: the printed difference is within 1 ms of theirs.
+    expect(Math.abs(Number(agent) - Number(bare) - Number(difference))).toBeLessThanOrEqual(1);
+    if (Math.abs(Number(difference) - 40) >= 1) expect(verdict).toBe(Number(difference) <= 40 ? 'pass' : 'FAIL');
     expect(result.stdout).toMatch(/^\| native backend: files never patched, all runs \| 0 \| 0 \| pass \|$/m);
     expect(result.stdout).toMatch(/^\| tmpfs, native \| \d+ \| \d+ \| \d+ \| \d+ \| \d+ \|$/m);
     // The bare reference agent ran on tmpfs and patched every file it was given.
