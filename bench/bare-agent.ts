@@ -14,7 +14,9 @@ import { isConfigName } from '../src/cni/names.js';
 import { isOwnTempName, tempNameFor } from '../src/fs/temp-names.js';
 import { loadConfig, requirePlugin } from '../src/config.js';
 import { LANDING, perPoolThread, type ReplaceJob } from '../src/fs/replace-batches.js';
-import { addon, IN, InotifyColumns } from '../src/native/addon.js';
+import { IN, InotifyColumns } from '../src/native/inotify.js';
+import { entryIo } from '../src/native/entry-io.js';
+import { exitNow } from '../src/native/exit.js';
 import { DIRECTORY_MASK } from '../src/watch/native.js';
 
 const config = loadConfig(process.env);
@@ -40,7 +42,7 @@ const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
     }
     if (!(mask & (IN.IN_MOVED_TO | IN.IN_CLOSE_WRITE)) || !isConfigName(name, config.suffixes)) continue;
     if (mask & IN.IN_MOVED_TO && ownCookies.has(cookie)) continue;
-    const read = addon.readEntryAt(dirfd, name, config.maxConfigBytes, true);
+    const read = entryIo.readEntryAt(dirfd, name, config.maxConfigBytes, true);
     if (read.kind !== 'file') continue;
     const content = read.bytes!.subarray(0, read.length);
     const plan = planPatch(content, plugin);
@@ -50,8 +52,8 @@ const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
   }
   // One work item per pool thread, each working through its share, as the agent's writes go.
   // A stale or swapped landing is left as it is: the bench's writer does not rewrite a file it wrote.
-  for (const batch of perPoolThread(jobs)) addon.replaceEntriesAt(batch).catch(() => {});
+  for (const batch of perPoolThread(jobs)) entryIo.replaceEntriesAt(batch).catch(() => {});
 });
 void watcher;
 writeSync(1, '{"msg":"started"}\n');
-process.on('SIGTERM', () => addon.exitNow(0));
+process.on('SIGTERM', () => exitNow(0));

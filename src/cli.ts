@@ -4,7 +4,7 @@
 import { statSync } from 'node:fs';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
-import { addon } from './native/addon.js';
+import { exitNow } from './native/exit.js';
 import type { HealthPort } from './daemon/http/health-port.js';
 import { createLogger } from './log.js';
 import { optimizeHeapForSize } from './memory-flags.js';
@@ -217,9 +217,9 @@ async function main(argv: string[]): Promise<number> {
 // Not process.exit(): it can hang forever in Node's teardown (native/exit_now.h). What was written to
 // stdout and stderr is already out: on Linux, Node writes both synchronously to files, pipes and TTYs.
 main(process.argv.slice(2)).then(
-  (code) => addon.exitNow(code),
+  (code) => exitNow(code),
   (err: unknown) => {
     process.stderr.write(`cni-chainer: ${(err as Error).stack ?? String(err)}\n`);
-    addon.exitNow(1);
+    exitNow(1);
   },
 );

@@ -21,7 +21,8 @@
 import { closeSync, constants, fchmodSync, fchownSync, fsync, futimesSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { tempNameFor } from './temp-names.js';
-import { addon, IN } from '../native/addon.js';
+import { IN } from '../native/addon.js';
+import { fsCalls } from '../native/fs-calls.js';
 import { readEntry } from './bounded-read.js';
 import { contentHash } from './content-hash.js';
 import type { Dir } from './dir.js';
@@ -131,7 +132,7 @@ function landReplacing(dir: Dir, tmp: string, name: string, expected: Buffer, ou
 function setXattrs(fd: number, xattrs: ReadonlyArray<[string, Buffer]>): void {
   for (const [key, value] of xattrs) {
     try {
-      addon.fsetxattr(fd, key, value);
+      fsCalls.fsetxattr(fd, key, value);
     } catch (err) {
       if (!OPTIONAL_XATTR.test(key)) throw err;
     }

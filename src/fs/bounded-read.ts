@@ -4,7 +4,7 @@
 // at a bound: nothing in net.d can stall the event loop or exhaust memory (docs/design.md, A
 // pass). The whole sequence (lstat, open, fstat, read, xattrs, close) is one call into the addon
 // (native/entry_io.h): through Node's fs it was six calls and a Stats object per file.
-import { addon } from '../native/addon.js';
+import { entryIo } from '../native/entry-io.js';
 import type { Dir } from './dir.js';
 
 /** What a read tells of the file besides its bytes. */
@@ -25,7 +25,7 @@ export type EntryRead =
 
 /** Reads at most `maxBytes` of regular file `name` in `dir`, with its xattrs when asked. */
 export function readEntry(dir: Dir, name: string, maxBytes: number, withXattrs = false): EntryRead {
-  const raw = dir.call(name, () => addon.readEntryAt(dir.fd, name, maxBytes, withXattrs));
+  const raw = dir.call(name, () => entryIo.readEntryAt(dir.fd, name, maxBytes, withXattrs));
   switch (raw.kind) {
     case 'missing':
     case 'symlink':

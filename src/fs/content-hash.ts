@@ -2,10 +2,10 @@
 // temp names carry (cni/names.ts).
 // The digest is computed by the addon (native/digest.h): Node's crypto module would cost ~10 ms of
 // start and ~3 MiB of RSS for this one function.
-import { addon } from '../native/addon.js';
+import { digest } from '../native/digest.js';
 
 export function sha256(data: Buffer | string): string {
-  return addon.sha256(data);
+  return digest.sha256(data);
 }
 
 /** The 12-hex-digit content hash that temp names carry. */

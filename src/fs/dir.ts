@@ -5,7 +5,8 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
 import { TurnMemo } from '../turn-memo.js';
-import { addon, IN } from '../native/addon.js';
+import { IN } from '../native/addon.js';
+import { fsCalls } from '../native/fs-calls.js';
 import { errnoCode } from './errno.js';
 
 // Entry names only: RESOLVE_BENEATH refuses `..` and absolute names, RESOLVE_NO_SYMLINKS a link.
@@ -17,7 +18,7 @@ let openat2Works: boolean | undefined;
 export function kernelHasOpenat2(): boolean {
   if (openat2Works === undefined) {
     try {
-      closeSync(addon.openat2(IN.AT_FDCWD, '/', constants.O_RDONLY | constants.O_DIRECTORY, 0, 0));
+      closeSync(fsCalls.openat2(IN.AT_FDCWD, '/', constants.O_RDONLY | constants.O_DIRECTORY, 0, 0));
       openat2Works = true;
     } catch (err) {
       if (errnoCode(err) !== 'ENOSYS') throw err;
@@ -55,7 +56,7 @@ export class Dir {
    */
   openEntry(name: string, flags: number, mode = 0): number {
     const all = flags | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-    return this.call(name, () => (kernelHasOpenat2() ? addon.openat2(this.fd, name, all, mode, ENTRY_ONLY) : openSync(this.viaFd(name), all, mode)));
+    return this.call(name, () => (kernelHasOpenat2() ? fsCalls.openat2(this.fd, name, all, mode, ENTRY_ONLY) : openSync(this.viaFd(name), all, mode)));
   }
 
   /** Runs a syscall on entry `name`; a failure names the entry by its full path, as fs errors do. */
@@ -72,7 +73,7 @@ export class Dir {
     let fd: number;
     try {
       fd = kernelHasOpenat2()
-        ? addon.openat2(this.fd, name, IN.O_PATH | constants.O_NOFOLLOW, 0, ENTRY_ONLY)
+        ? fsCalls.openat2(this.fd, name, IN.O_PATH | constants.O_NOFOLLOW, 0, ENTRY_ONLY)
         : openSync(this.viaFd(name), IN.O_PATH | constants.O_NOFOLLOW);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return undefined;
@@ -92,11 +93,11 @@ export class Dir {
   }
 
   rename(from: string, to: string, flags = 0): void {
-    this.call(to, () => addon.renameat2(this.fd, from, this.fd, to, flags));
+    this.call(to, () => fsCalls.renameat2(this.fd, from, this.fd, to, flags));
   }
 
   unlink(name: string): void {
-    this.call(name, () => addon.unlinkat(this.fd, name, 0));
+    this.call(name, () => fsCalls.unlinkat(this.fd, name, 0));
   }
 
   /** Unlinks each of `names` that exists; returns those it removed. */
@@ -114,11 +115,11 @@ export class Dir {
   }
 
   symlink(target: string, name: string): void {
-    this.call(name, () => addon.symlinkat(target, this.fd, name));
+    this.call(name, () => fsCalls.symlinkat(target, this.fd, name));
   }
 
   readlink(name: string): string {
-    return this.call(name, () => addon.readlinkat(this.fd, name));
+    return this.call(name, () => fsCalls.readlinkat(this.fd, name));
   }
 
   /** Creates directory `name` here (mkdirat through the fd's magic link: Node has no mkdirat). */

@@ -3,7 +3,7 @@
 // go out together at its end, spread over the pool's threads: each thread works through its share one
 // file after another, as the floor's threads do (bench/floor.c). Fewer, larger work items wake fewer
 // threads; as many as the pool has keep the disk's fsyncs in flight together.
-import { addon } from '../native/addon.js';
+import { entryIo } from '../native/entry-io.js';
 
 export type ReplaceJob = [
   dirfd: number,
@@ -57,7 +57,7 @@ function flush(): void {
   for (const batch of perPoolThread(pending)) {
     let results: Promise<Array<Landing | Error>>;
     try {
-      results = addon.replaceEntriesAt(batch.map((p) => p.job));
+      results = entryIo.replaceEntriesAt(batch.map((p) => p.job));
     } catch (err) {
       for (const p of batch) p.reject(err); // bad arguments: nothing was queued
       continue;

@@ -3,14 +3,14 @@
 // it, the target's name hash and the hash of the content it expects to replace, so that the sweep at
 // start tells a crash's leftovers apart (daemon/lifecycle/temp-sweep.ts). Pure but for the process's
 // random token.
-import { addon } from '../native/addon.js';
+import { digest } from '../native/digest.js';
 import { sha256 } from './content-hash.js';
 
 export const TEMP_MARKER = '.cni-chainer-';
 
 // Which process made a temp file: during a DaemonSet upgrade two agents (both possibly PID 1 in their
 // containers) write into net.d at once, and each must tell its own renames from the other's.
-const PROCESS_TOKEN = addon.getrandom(6).toString('hex');
+const PROCESS_TOKEN = digest.getrandom(6).toString('hex');
 const OWN_TEMP_MARKER = `${TEMP_MARKER}${PROCESS_TOKEN}-`;
 let tempCounter = 0;
 

@@ -4,13 +4,6 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export interface RawInotifyEvent {
-  wd: number;
-  mask: number;
-  cookie: number;
-  name: string;
-}
-
 export interface InotifyWatcherHandle {
   /** The watch descriptor of the directory given to the constructor. */
   readonly wd: number;
@@ -66,11 +59,8 @@ export interface RawEntryRead {
 }
 
 export interface InotifyAddon {
-  InotifyWatcher: new (
-    path: string,
-    mask: number,
-    onEvents: (events: RawInotifyEvent[], error?: NodeJS.ErrnoException) => void,
-  ) => InotifyWatcherHandle;
+  /** The watcher: inotify_init1 and the first inotify_add_watch in its constructor; events in columns. */
+  InotifyWatcher: new (path: string, mask: number, onEvents: EventColumns) => InotifyWatcherHandle;
   /** openat2(2) with O_CLOEXEC added; returns the fd. */
   openat2(dirfd: number, path: string, flags: number, mode: number, resolve: number): number;
   renameat2(olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number): void;
@@ -102,8 +92,8 @@ export interface InotifyAddon {
   constants: InotifyConstants;
 }
 
-// The addon is built by node-gyp into <package root>/build/Release. This file runs from src/watch
-// (tests) or dist/src/watch (the CLI), so look upwards for it rather than hard-coding the depth.
+// The addon is built by node-gyp into <package root>/build/Release. This file runs from src/native
+// (tests) or dist/src/native (the CLI), so look upwards for it rather than hard-coding the depth.
 function load(): InotifyAddon {
   const require = createRequire(import.meta.url);
   let dir = path.dirname(fileURLToPath(import.meta.url));
@@ -125,24 +115,10 @@ export type EventColumns = (names: string[], fields: Int32Array, error?: NodeJS.
 export type InotifyColumnsWatcher = new (path: string, mask: number, onEvents: EventColumns) => InotifyWatcherHandle;
 
 /**
- * Callers get one object per event, built here in JavaScript, which is far cheaper than building it
- * through N-API. (The native backend reads the columns itself: it builds its own events from them.)
+ * The addon as loaded. Its concerns have facades of their own: inotify.ts, fs-calls.ts, entry-io.ts,
+ * digest.ts and exit.ts; the constants (inotify masks, rename and resolve flags) are shared.
  */
-function withEventObjects(raw: InotifyAddon): InotifyAddon {
-  const Native = raw.InotifyWatcher as unknown as InotifyColumnsWatcher;
-  function InotifyWatcher(path: string, mask: number, onEvents: (events: RawInotifyEvent[], error?: NodeJS.ErrnoException) => void): InotifyWatcherHandle {
-    if (typeof onEvents !== 'function') throw new TypeError('onEvents must be a function');
-    return new Native(path, mask, (names, fields, error) => {
-      const events: RawInotifyEvent[] = new Array(names.length);
-      for (let i = 0; i < names.length; i++) events[i] = { wd: fields[3 * i]!, mask: fields[3 * i + 1]! >>> 0, cookie: fields[3 * i + 2]! >>> 0, name: names[i]! };
-      onEvents(events, error);
-    });
-  }
-  return { ...raw, InotifyWatcher: InotifyWatcher as unknown as InotifyAddon['InotifyWatcher'] };
-}
-
-const loaded = load();
-export const addon: InotifyAddon = withEventObjects(loaded);
+export const addon: InotifyAddon = load();
 export const IN = addon.constants;
-/** The addon's watcher with its events in columns. */
-export const InotifyColumns = loaded.InotifyWatcher as unknown as InotifyColumnsWatcher;
+/** The addon's watcher, its events in columns. */
+export const InotifyColumns = addon.InotifyWatcher as unknown as InotifyColumnsWatcher;

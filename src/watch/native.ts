@@ -1,5 +1,5 @@
 // The `native` backend: the addon's inotify instance, one fd for every watched directory.
-import { IN, InotifyColumns, type InotifyWatcherHandle } from '../native/addon.js';
+import { IN, InotifyColumns, type InotifyWatcherHandle } from '../native/inotify.js';
 import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener } from './watcher.js';
 
 // IN_MODIFY is included so a writer that keeps a file open is still noticed (docs/design.md, Events).

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEntry } from '../../src/fs/bounded-read.js';
 import { Dir } from '../../src/fs/dir.js';
-import { addon, IN, type RawInotifyEvent } from '../../src/native/addon.js';
+import { IN } from '../../src/native/addon.js';
+import { InotifyWatcher, type RawInotifyEvent } from '../helpers/inotify.js';
 import { tempDir } from '../helpers/tmp.js';
 import { skipOrFail } from '../helpers/capability.js';
 
@@ -22,7 +23,7 @@ function inDir<T>(dir: string, fn: (d: Dir) => T): T {
 /** The names inotify saw opened in `dir` while `fn` ran (IN_OPEN is queued before open(2) returns). */
 async function opensDuring(dir: string, fn: () => void): Promise<string[]> {
   const seen: RawInotifyEvent[] = [];
-  const watcher = new addon.InotifyWatcher(dir, IN.IN_OPEN, (events) => seen.push(...events));
+  const watcher = new InotifyWatcher(dir, IN.IN_OPEN, (events) => seen.push(...events));
   try {
     fn();
     writeFileSync(path.join(dir, 'zz-marker'), ''); // opened last: once it is seen, everything before it is

@@ -3,7 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addon, IN, type RawInotifyEvent } from '../../src/native/addon.js';
+import { addon, IN } from '../../src/native/addon.js';
+import { InotifyWatcher, type RawInotifyEvent } from '../helpers/inotify.js';
 import { addonFile } from '../helpers/addon-path.js';
 import { runNodeScript, runProcess } from '../helpers/run-node.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -13,7 +14,7 @@ import { itWith } from '../helpers/capability.js';
 function watch(dir: string, mask = IN.IN_ALL_EVENTS) {
   const inbox = new Inbox<RawInotifyEvent>();
   const errors: Error[] = [];
-  const watcher = new addon.InotifyWatcher(dir, mask, (events, error) => {
+  const watcher = new InotifyWatcher(dir, mask, (events, error) => {
     inbox.push(...events);
     if (error) errors.push(error);
   });
@@ -58,9 +59,9 @@ describe('InotifyWatcher constructor', () => {
   });
 
   it('throws TypeError for bad arguments', () => {
-    expect(() => new addon.InotifyWatcher(1 as unknown as string, 0, () => {})).toThrow(TypeError);
-    expect(() => new addon.InotifyWatcher('/', 'x' as unknown as number, () => {})).toThrow(TypeError);
-    expect(() => new addon.InotifyWatcher('/', IN.IN_CREATE, 3 as unknown as () => void)).toThrow(TypeError);
+    expect(() => new InotifyWatcher(1 as unknown as string, 0, () => {})).toThrow(TypeError);
+    expect(() => new InotifyWatcher('/', 'x' as unknown as number, () => {})).toThrow(TypeError);
+    expect(() => new InotifyWatcher('/', IN.IN_CREATE, 3 as unknown as () => void)).toThrow(TypeError);
   });
 
   it('throws EACCES for a directory the user may not read', async () => {

@@ -19,7 +19,7 @@ import { randomUuid } from '../../random-uuid.js';
 import { withDirSync, type Dir } from '../../fs/dir.js';
 import { errnoCode } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
-import { addon } from '../../native/addon.js';
+import { fsCalls } from '../../native/fs-calls.js';
 
 export const OWNER_FILE_NAME = '.cni-chainer.owner';
 /** How long an earlier version's heartbeat (mtime) counts as alive. */
@@ -94,7 +94,7 @@ export class Ownership {
       else if (legacy) alive = now - st.mtimeMs < LEGACY_STALE_AFTER_MS;
       // A shared lock we can take means nobody holds the exclusive one: the owner is gone. Closing the
       // fd below drops our shared lock at once.
-      else alive = !addon.flock(fd, false);
+      else alive = !fsCalls.flock(fd, false);
       return { instance: parsed.instance, alive, legacy, ino: st.ino };
     } finally {
       closeSync(fd);
@@ -115,7 +115,7 @@ export class Ownership {
       const temp = tempNameFor(OWNER_FILE_NAME);
       const fd = dir.openEntry(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
       try {
-        if (!addon.flock(fd, true)) throw new Error('a new owner file is locked by another process');
+        if (!fsCalls.flock(fd, true)) throw new Error('a new owner file is locked by another process');
         writeSync(fd, `${JSON.stringify(this.record)}\n`);
         dir.rename(temp, OWNER_FILE_NAME);
       } catch (err) {
@@ -153,11 +153,11 @@ export class Ownership {
       dir.close();
     }
     const st = fstatSync(fd);
-    if (!st.isFile() || addon.flock(fd, false)) {
+    if (!st.isFile() || fsCalls.flock(fd, false)) {
       closeSync(fd);
       return undefined;
     }
-    const gone = addon.flockWait(fd).finally(() => closeSync(fd));
+    const gone = fsCalls.flockWait(fd).finally(() => closeSync(fd));
     return { ino: st.ino, gone };
   }
 

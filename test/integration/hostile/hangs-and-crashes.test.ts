@@ -4,7 +4,8 @@
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addon, IN, type RawInotifyEvent } from '../../../src/native/addon.js';
+import { IN } from '../../../src/native/addon.js';
+import { InotifyWatcher, type RawInotifyEvent } from '../../helpers/inotify.js';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
 import { canUnshare, mkfifo, peakRssMiB, putMegabyteConfigs, temps } from '../../helpers/hostile.js';
@@ -136,7 +137,7 @@ describe('hangs and crashes', () => {
     // The kernel queues IN_OPEN before open(2) returns and IN_CREATE before the temp file exists, so
     // the queue's order is the order of the agent's reads and of its first write.
     const events: RawInotifyEvent[] = [];
-    const watcher = new addon.InotifyWatcher(host.netDir, IN.IN_OPEN | IN.IN_CREATE, (batch) => events.push(...batch));
+    const watcher = new InotifyWatcher(host.netDir, IN.IN_OPEN | IN.IN_CREATE, (batch) => events.push(...batch));
     try {
       // Not read from here until the end: this process's reads would be IN_OPEN events too.
       const daemon = host.start({});

@@ -1,0 +1,5 @@
+// Bytes from the addon: SHA-256 by the OpenSSL Node links (native/digest.h), and getrandom(2).
+import { addon, type InotifyAddon } from './addon.js';
+
+export type Digest = Pick<InotifyAddon, 'sha256' | 'getrandom'>;
+export const digest: Digest = addon;
