@@ -191,7 +191,9 @@ class Replacement {
     errno = saved;
   }
 
+  // The numbered steps are docs/design.md's, "Writing".
   bool CreateTemp() {
+    // (1) a temp file beside the target, in the target's directory fd.
     const int raw = openat(dirfd_, tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (raw < 0) return Fail("open", tmp_);
     bool ok = Fill(raw);
@@ -202,6 +204,7 @@ class Replacement {
   }
 
   bool Fill(int fd) {
+    // (2) the bytes, the old file's mode, owner and xattrs, fsynced.
     for (size_t at = 0; at < data_.size();) {
       const ssize_t n = write(fd, data_.data() + at, data_.size() - at);
       if (n < 0) {
@@ -230,6 +233,7 @@ class Replacement {
       result_ = "renamed";
       return;
     }
+    // (3) swapped in with one renameat2.
     const unsigned flags = landing_ == kNoReplace ? RENAME_NOREPLACE : RENAME_EXCHANGE;
     if (syscall(SYS_renameat2, dirfd_, tmp_.c_str(), dirfd_, name_.c_str(), flags) != 0) {
       if ((landing_ == kNoReplace && errno == EEXIST) || (landing_ == kExchange && errno == ENOENT)) {
@@ -249,7 +253,7 @@ class Replacement {
       result_ = "renamed";
       return;
     }
-    // What the exchange swapped out is exactly what was at `name` at that instant: if it is not what
+    // (4) What the exchange swapped out is exactly what was at `name` at that instant: if it is not what
     // the caller read, a newer write landed in between, and it must go back (the caller does that).
     if (!SwappedOutIsExpected()) {
       result_ = "swapped";
@@ -319,7 +323,7 @@ class ReplaceBatch : public Napi::AsyncWorker {
   void Execute() override {
     RunAsBatchThread();
     for (Replacement& job : jobs_) job.Run();
-    // One directory fsync per directory makes every rename of the batch durable: the barrier the
+    // (5) One directory fsync per directory makes every rename of the batch durable: the barrier the
     // whole batch shares, instead of one more trip through the pool per file.
     std::vector<int> synced;
     for (Replacement& job : jobs_) {

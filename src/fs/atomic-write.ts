@@ -180,7 +180,7 @@ async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: Atomic
     case 'stale':
       return 'stale';
     case 'swapped':
-      giveBack(dir, tmp, name, bytes);
+      giveBack(dir, tmp, name, bytes); // (4) a newer write was swapped out: it goes back
       return 'stale';
     case 'unsupported':
       exchangeSupported = false;
@@ -202,7 +202,7 @@ function ownerIds(options: AtomicWriteOptions): { uid: number; gid: number } {
 
 /**
  * The first half of a write: a complete, fsynced temp file beside `name`, not yet in place. Its name
- * carries the hash of `options.expect`, the content it will replace (see cni/names.ts). On failure no
+ * carries the hash of `options.expect`, the content it will replace (see fs/temp-names.ts). On failure no
  * temp file is left.
  */
 export async function createTemp(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<string> {
@@ -210,8 +210,11 @@ export async function createTemp(dir: Dir, name: string, data: string | Buffer |
   const tmp = tempFor(name, options);
   // Creating and filling a small file is page-cache work: done inline, it saves the event loop
   // four round trips through the thread pool. Only the fsync, which waits for the disk, goes there.
+  // The numbered steps are docs/design.md's, "Writing"; native/entry_io.cc marks the same ones.
+  // (1) a temp file beside the target, in the target's directory fd.
   const fd = dir.openEntry(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
   try {
+    // (2) the bytes, the old file's mode, owner and xattrs, fsynced.
     if (bytes !== undefined) for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset, bytes.length - offset);
     else await (data as Filler)(fd);
     fchmodSync(fd, options.mode);
@@ -246,6 +249,7 @@ function removeQuietly(dir: Dir, tmp: string): void {
 export async function landTemp(dir: Dir, tmp: string, name: string, options: AtomicWriteOptions, bytes: Buffer | undefined): Promise<WriteResult> {
   let tmpExists = true;
   try {
+    // (3) swapped in with one renameat2, and (4) what was swapped out checked (landReplacing).
     let landing: Landing;
     if (options.noReplace === true) {
       try {
@@ -268,6 +272,7 @@ export async function landTemp(dir: Dir, tmp: string, name: string, options: Ato
       dir.unlink(tmp);
       tmpExists = false;
     }
+    // (5) the directory fsynced.
     await fsyncDir(dir);
     return 'written';
   } finally {

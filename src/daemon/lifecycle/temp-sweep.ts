@@ -1,6 +1,6 @@
 // Temp files that outlived the process that made them (SIGKILL, OOM kill, node crash). Every temp
 // name carries the target's name hash and the hash of the content it expected to displace
-// (cni/names.ts), which tells the three cases apart:
+// (fs/temp-names.ts), which tells the three cases apart:
 //  - an unlanded write: the temp holds our new version (for a patch, one that unpatches to exactly
 //    the expected content): removed;
 //  - an exchange that landed: the temp holds the displaced version and it is the expected one:
