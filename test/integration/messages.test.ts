@@ -1,6 +1,7 @@
 // One clear line, naming the variable or the path, and the right exit code: what a new user sees when
-// the node or the configuration is not what the agent expects. The real CLI as a child process.
-import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+// the node or the configuration is not what the agent expects. The real CLI as a child process. (net.d
+// as a regular file: test/integration/hostile/configuration.test.ts, 17.)
+import { chmodSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeHost } from '../helpers/node-host.js';
@@ -17,16 +18,6 @@ function cliWithoutDac(host: NodeHost, args: string[]) {
 }
 
 describe('messages', () => {
-  it('check with net.d as a regular file: "is not a directory", exit 1', async () => {
-    const host = new NodeHost({ netDir: false });
-    mkdirSync(path.dirname(host.netDir), { recursive: true });
-    writeFileSync(host.netDir, 'not a directory');
-    const check = await host.cli(['check']);
-    expect(check.code).toBe(1);
-    expect(check.stdout).toBe('/etc/cni/net.d: is not a directory\nnot chained: no CNI config can be read\n');
-    expect(check.stderr).toBe('');
-  });
-
   it('check with an unreadable net.d: one line naming the path and the code, no stack trace, exit 1', async () => {
     const host = new NodeHost();
     host.putFixture('10-calico.conflist');

@@ -28,7 +28,7 @@ describe('configuration and messages', () => {
     writeFileSync(host.netDir, 'not a directory');
     const check = await host.cli(['check']);
     expect(check.code).toBe(1);
-    expect(check.stdout).toContain('/etc/cni/net.d: is not a directory');
+    expect(check.stdout).toBe('/etc/cni/net.d: is not a directory\nnot chained: no CNI config can be read\n');
     expect(check.stderr).toBe('');
     // Nothing can hold the plugin where there is no directory: uninstall has nothing to do.
     const uninstall = await host.cli(['uninstall']);
