@@ -12,6 +12,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { repoRoot } from '../helpers/addon-path.js';
+import { writeTestPlugin } from '../runtime/test-plugin.js';
 import { Buildah, debianRootfs } from './buildah.js';
 
 export const BUILD_BASE = 'docker.io/library/node:24-bookworm';
@@ -68,21 +69,8 @@ export function buildPluginStandIn(buildah: Buildah, invocations: string): void 
   const tree = path.join(buildah.work, 'plugin-tree');
   mkdirSync(path.join(tree, 'opt', 'cni', 'bin'), { recursive: true });
   mkdirSync(path.join(tree, 'usr', 'lib', 'linkerd'), { recursive: true });
-  const plugin = path.join(tree, 'opt', 'cni', 'bin', 'linkerd-cni');
-  writeFileSync(
-    plugin,
-    `#!${process.execPath}
-// Stand-in for linkerd-cni: records the call, returns the previous result (a chained plugin's duty).
-const fs = require('fs');
-const cmd = process.env.CNI_COMMAND;
-let input = '';
-try { input = fs.readFileSync(0, 'utf8'); } catch {}
-fs.appendFileSync(${JSON.stringify(invocations)}, JSON.stringify({ cmd, id: process.env.CNI_CONTAINERID || '', t: Date.now() }) + '\\n');
-if (cmd === 'VERSION') process.stdout.write(JSON.stringify({ cniVersion: '1.0.0', supportedVersions: ['0.3.0', '0.3.1', '0.4.0', '1.0.0'] }));
-else if (cmd === 'ADD') { const conf = JSON.parse(input); process.stdout.write(JSON.stringify({ ...(conf.prevResult || {}), cniVersion: conf.cniVersion })); }
-`,
-  );
-  chmodSync(plugin, 0o755);
+  // The real-runtime suite's recording plugin, as the image's plugin binary.
+  writeTestPlugin(path.join(tree, 'opt', 'cni', 'bin'), 'linkerd-cni', invocations);
   const repair = path.join(tree, 'usr', 'lib', 'linkerd', 'linkerd-cni-repair-controller');
   writeFileSync(repair, '#!/bin/sh\n# Stand-in for linkerd-cni-repair-controller: present, does nothing.\nexec sleep infinity\n');
   chmodSync(repair, 0o755);

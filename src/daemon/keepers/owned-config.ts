@@ -18,7 +18,7 @@
 // - A primary that removes, renames or reverts our copy within milliseconds of each write (Cilium's
 //   cni.exclusive renames every other config to `.cilium_bak`) is a fight: the copy is written at the
 //   fight rule's backoff rate, and readiness names the cause and the fix.
-import { planPatch, scanConfig } from '../../cni/conflist.js';
+import { holdsPluginType, planPatch, scanConfig } from '../../cni/conflist.js';
 import { compareNames, isLibcniName, isOwnedCopyName, libcniOrder, ownedNameFor } from '../../cni/names.js';
 import { NAME_MAX } from '../../fs/temp-names.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
@@ -108,12 +108,12 @@ export class OwnedConfig {
   async dispose(): Promise<void> {}
 
   /**
-   * Removes every owned copy in `dir` (shutdown, uninstall): the configured name, and any name an
-   * owned copy may have had that holds the plugin (a copy of an earlier primary, or of an earlier
-   * version). Returns the names removed.
+   * Removes every owned copy in `dir` but `keep` (shutdown, uninstall, a new primary): the configured
+   * name, and any name an owned copy may have had that holds the plugin (a copy of an earlier
+   * primary, or of an earlier version). Returns the names removed.
    */
-  static removeAll(dir: Dir, configured: string | undefined, pluginType: string, maxBytes: number): string[] {
-    const ours = (name: string) => name === configured || (isOwnedCopyName(name, pluginType) && holdsPlugin(dir, name, pluginType, maxBytes));
+  static removeAll(dir: Dir, configured: string | undefined, pluginType: string, maxBytes: number, keep?: string): string[] {
+    const ours = (name: string) => name !== keep && (name === configured || (isOwnedCopyName(name, pluginType) && holdsPlugin(dir, name, pluginType, maxBytes)));
     return dir.unlinkExisting(dir.list().filter(ours));
   }
 
@@ -198,11 +198,8 @@ export class OwnedConfig {
     const ownedName = configured ?? ownedNameFor(primary.name, plugin.type);
     this.current = ownedName;
     // Copies of an earlier primary (or named by an earlier version) go: the runtime must load one.
-    for (const stale of names.filter((n) => isCopy(n) && n !== ownedName)) {
-      if (holdsPlugin(dir, stale, plugin.type, config.maxConfigBytes)) {
-        dir.unlink(stale);
-        this.deps.log.info({ file: stale, now: ownedName }, 'removed an owned copy of an earlier primary');
-      }
+    for (const stale of OwnedConfig.removeAll(dir, configured, plugin.type, config.maxConfigBytes, ownedName)) {
+      this.deps.log.info({ file: stale, now: ownedName }, 'removed an owned copy of an earlier primary');
     }
     if (Buffer.byteLength(ownedName) > NAME_MAX) {
       return this.problem(ownedName.slice(0, 64), 'error', `the owned copy of ${primary.name} would need a name over ${NAME_MAX} bytes: set CNI_OWNED_CONFIG_NAME`);
@@ -373,7 +370,7 @@ function holdsPlugin(dir: Dir, name: string, pluginType: string, maxBytes: numbe
   const read = readEntry(dir, name, maxBytes);
   if (read.kind !== 'file') return false;
   try {
-    return scanConfig(read.bytes).types.includes(pluginType);
+    return holdsPluginType(scanConfig(read.bytes), pluginType);
   } catch {
     return false;
   }

@@ -20,7 +20,7 @@ import type { Metrics } from '../http/metrics.js';
 import { NetDirWatch, watchFailureReason } from './net-dir-watch.js';
 import { OwnRenames } from './own-renames.js';
 import { PluginBinary } from '../node/plugin-binary.js';
-import { LEGACY_STALE_AFTER_MS, OWNER_FILE_NAME, Ownership } from './ownership.js';
+import { LEGACY_STALE_AFTER_MS, OWNER_FILE_NAME, Ownership, type Owner } from './ownership.js';
 import { Readiness } from '../keepers/readiness.js';
 import type { ConfigKeeper } from '../keepers/config-keeper.js';
 import { OwnedConfig } from '../keepers/owned-config.js';
@@ -375,7 +375,7 @@ export class Daemon {
       if (this.phase === 'starting' && this.ownership.isLiveOther(owner)) this.tookOverFrom = owner!.instance;
       this.claim();
     } else {
-      this.standDown(owner!.instance);
+      this.standDown(owner!);
       return;
     }
     this.sweep(0);
@@ -407,7 +407,7 @@ export class Daemon {
   private checkOwnership(): void {
     const owner = this.ownership.currentOwner();
     if (this.phase === 'active') {
-      if (this.ownership.isLiveOther(owner)) this.standDown(owner!.instance);
+      if (this.ownership.isLiveOther(owner)) this.standDown(owner!);
       // Our file was removed or replaced by something that is no live instance: claim again (what the
       // heartbeat of earlier versions did every 2 s, now only when net.d says so).
       else if (owner?.instance !== this.instance && this.netDir.state.kind === 'armed') this.claim();
@@ -417,14 +417,14 @@ export class Daemon {
     }
   }
 
-  private standDown(owner: string): void {
+  /** `owner`, just read and alive, has the node: wait for it to go. */
+  private standDown(owner: Owner): void {
     this.phase = 'passive';
     this.ownership.dropLock();
-    this.readiness.block('owner', `instance ${owner} has taken over this node`);
-    this.log.warn({ owner }, 'a newer instance has taken over this node: no longer patching, and no cleanup on exit');
+    this.readiness.block('owner', `instance ${owner.instance} has taken over this node`);
+    this.log.warn({ owner: owner.instance }, 'a newer instance has taken over this node: no longer patching, and no cleanup on exit');
     this.onRoleChange?.('passive');
-    const current = this.ownership.currentOwner();
-    if (this.ownership.isLiveOther(current)) this.awaitOwnerGone(current!);
+    this.awaitOwnerGone(owner);
   }
 
   /**
@@ -432,7 +432,7 @@ export class Daemon {
    * drops with the process (SIGKILL and OOM included). An earlier version's owner holds no lock, and
    * its heartbeat is polled instead.
    */
-  private awaitOwnerGone(owner: { legacy: boolean; ino: number }): void {
+  private awaitOwnerGone(owner: Owner): void {
     if (owner.legacy) {
       this.legacyOwnerTimer ??= this.every(LEGACY_STALE_AFTER_MS / 5, () => this.checkOwnership());
       return;
