@@ -16,7 +16,7 @@
 import { closeSync, constants, fstatSync, readSync, writeSync } from 'node:fs';
 import { tempNameFor } from '../../fs/temp-names.js';
 import { randomUuid } from '../../random-uuid.js';
-import { withDirSync, type Dir } from '../../fs/dir.js';
+import { withDirSync } from '../../fs/dir.js';
 import { errnoCode } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import { fsCalls } from '../../native/fs-calls.js';
@@ -59,23 +59,20 @@ export class Ownership {
     return this.lockFd !== undefined;
   }
 
-  /** The current owner; undefined when there is no (readable, regular) owner file. */
-  currentOwner(now = Date.now()): Owner | undefined {
-    try {
-      return withDirSync(this.root.openDir(this.netDir), (dir) => this.readOwner(dir, now));
-    } catch {
-      return undefined; // no net.d: nobody owns the node
-    }
-  }
-
-  private readOwner(dir: Dir, now: number): Owner | undefined {
-    let fd: number;
+  /** The owner file, opened; undefined when there is none (or no net.d: nobody owns the node). */
+  private openOwnerFile(): number | undefined {
     try {
       // Non-blocking and no-follow: a FIFO or a link to /dev/zero here must not stall us.
-      fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
+      return withDirSync(this.root.openDir(this.netDir), (dir) => dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY));
     } catch {
       return undefined;
     }
+  }
+
+  /** The current owner; undefined when there is no (readable, regular) owner file. */
+  currentOwner(now = Date.now()): Owner | undefined {
+    const fd = this.openOwnerFile();
+    if (fd === undefined) return undefined;
     try {
       const st = fstatSync(fd);
       if (!st.isFile() || st.size > MAX_OWNER_BYTES) return undefined;
@@ -96,6 +93,8 @@ export class Ownership {
       // fd below drops our shared lock at once.
       else alive = !fsCalls.flock(fd, false);
       return { instance: parsed.instance, alive, legacy, ino: st.ino };
+    } catch {
+      return undefined; // unreadable (EIO, a lock refused): nobody readable owns the node
     } finally {
       closeSync(fd);
     }
@@ -135,23 +134,12 @@ export class Ownership {
   /**
    * Resolves once the owner that holds the current owner file's lock is gone (or the file changed):
    * a blocking shared lock on one of libuv's pool threads. Undefined when there is nothing to wait
-   * for (no file, an earlier version's record, or the lock is free already).
+   * for (no file, or its lock is free already). An earlier version's record holds no lock: the
+   * caller polls those instead.
    */
   ownerGone(): { ino: number; gone: Promise<void> } | undefined {
-    let dir: Dir;
-    try {
-      dir = this.root.openDir(this.netDir);
-    } catch {
-      return undefined;
-    }
-    let fd: number;
-    try {
-      fd = dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY);
-    } catch {
-      return undefined;
-    } finally {
-      dir.close();
-    }
+    const fd = this.openOwnerFile();
+    if (fd === undefined) return undefined;
     const st = fstatSync(fd);
     if (!st.isFile() || fsCalls.flock(fd, false)) {
       closeSync(fd);
