@@ -132,10 +132,10 @@ async function run(config: Config): Promise<number> {
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     if (stopping !== undefined) return stopping; // a signal during start: its cleanup decides
-    const e = err as NodeJS.ErrnoException;
+    const e = err as NodeJS.ErrnoException & { step?: string };
     // inotify limits and other start-up failures: never pretend to be running.
-    log.fatal({ code: e.code, err: e.message }, 'start-up failed');
-    process.stderr.write(`cni-chainer: start-up failed: ${e.message}\n`);
+    log.fatal({ step: e.step, code: e.code, err: e.message }, 'start-up failed');
+    process.stderr.write(`cni-chainer: start-up failed${e.step === undefined ? '' : ` at step ${e.step}`}: ${e.message}\n`);
     await health?.close();
     return 1;
   }
@@ -147,34 +147,28 @@ async function run(config: Config): Promise<number> {
 async function uninstall(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   const log = createLogger(config.logLevel, config.logFormat);
-  const [{ unpatchNode }, { removeBinaries, binaryNames }, { KubeconfigFile }, { Ownership }] = await Promise.all([
-    import('./daemon/lifecycle/unpatch-node.js'),
+  const [{ teardown }, { binaryNames }, { Ownership }] = await Promise.all([
+    import('./daemon/lifecycle/teardown.js'),
     import('./daemon/node/binaries.js'),
-    import('./kube/kubeconfig-file.js'),
     import('./daemon/lifecycle/ownership.js'),
   ]);
   const root = new HostRoot(config.hostRoot);
-  if (config.mode === 'owned') {
-    const { removeOwnedConfig } = await import('./daemon/lifecycle/daemon.js');
-    const removed = removeOwnedConfig(root, config, plugin.type);
-    if (removed.length > 0) log.info({ files: removed }, 'removed the owned config');
-  }
-  const { unpatched, failed } = await unpatchNode(root, config.netDir, config.suffixes, plugin.type, config.maxConfigBytes, log);
-  if (failed.length > 0) {
-    // The binary must outlive every config that names it, or every new pod on the node fails.
-    log.error({ files: failed }, 'the plugin could not be removed from some configs: binaries and kubeconfig kept');
-    process.stderr.write(`cni-chainer: uninstall incomplete: the plugin is still in ${failed.map((f) => JSON.stringify(f)).join(', ')}\n`);
-    return 1;
-  }
-  const kubeconfigRemoved = await new KubeconfigFile(config, root).remove();
   let binaries: string[] = [];
   try {
-    binaries = await removeBinaries(root, config.binDir, binaryNames(config.containerBinDir));
+    binaries = binaryNames(config.containerBinDir);
   } catch (err) {
-    log.warn({ err: (err as Error).message }, 'cannot remove the plugin binaries');
+    // Uninstall still unchains every config: that is what keeps the node working.
+    log.warn({ dir: config.containerBinDir, err: (err as Error).message }, 'cannot list the plugin binaries to remove');
   }
-  new Ownership(root, config.netDir).remove();
-  log.info({ unpatched, kubeconfigRemoved, binaries }, 'uninstalled');
+  const result = await teardown(root, config, plugin.type, log, {
+    binaries,
+    releaseOwnership: () => new Ownership(root, config.netDir).remove(),
+  });
+  if (result.failed.length > 0) {
+    process.stderr.write(`cni-chainer: uninstall incomplete: the plugin is still in ${result.failed.map((f) => JSON.stringify(f)).join(', ')}\n`);
+    return 1;
+  }
+  log.info({ unpatched: result.unpatched, kubeconfigRemoved: result.kubeconfigRemoved, binaries: result.binariesRemoved }, 'uninstalled');
   return 0;
 }
 

@@ -1,17 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Readiness, type ConfigStatus } from '../../src/daemon/keepers/readiness.js';
+import { Readiness, type ConfigStatus, type ConditionKey } from '../../src/daemon/keepers/readiness.js';
 
 const STATUSES: ConfigStatus[] = ['chained', 'out-of-scope', 'invalid', 'dangling', 'loop', 'not-regular', 'backoff', 'unmanaged', 'too-large', 'conflict', 'error'];
 const FINE = new Set<ConfigStatus>(['chained', 'out-of-scope']);
 
-type Step = { op: 'set'; name: string; status: ConfigStatus; detail?: string } | { op: 'delete'; name: string } | { op: 'block'; key: string; reason?: string } | { op: 'clear' };
+type Step = { op: 'set'; name: string; status: ConfigStatus; detail?: string } | { op: 'delete'; name: string } | { op: 'block'; key: ConditionKey; reason?: string } | { op: 'clear' };
 
 const name = fc.constantFrom('05-cilium.conflist', '10-calico.conflist', '87-podman.conflist');
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ op: fc.constant('set' as const), name, status: fc.constantFrom(...STATUSES), detail: fc.option(fc.string(), { nil: undefined }) }),
   fc.record({ op: fc.constant('delete' as const), name }),
-  fc.record({ op: fc.constant('block' as const), key: fc.constantFrom('start', 'net-dir'), reason: fc.option(fc.constant('starting'), { nil: undefined }) }),
+  fc.record({ op: fc.constant('block' as const), key: fc.constantFrom<ConditionKey>('lifecycle', 'net-dir', 'target-dir:/a'), reason: fc.option(fc.constant('starting'), { nil: undefined }) }),
   fc.record({ op: fc.constant('clear' as const) }),
 );
 

@@ -18,6 +18,45 @@ export type ConfigStatus =
 
 const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope', 'delegating']);
 
+/**
+ * A node-wide condition that keeps the agent unready while it fails, set by the one controller that
+ * owns it (docs/design.md, Readiness):
+ *   lifecycle      the daemon: starting (until its first passes are done), or stopping
+ *   net-dir        the net.d watch: the directory is missing or cannot be watched
+ *   owner          the ownership role: another instance owns the node, or the owner file cannot be written
+ *   scan           the node scan: net.d cannot be listed
+ *   kubeconfig     the chores: the kubeconfig cannot be written
+ *   binaries       the chores: the plugin binaries cannot be installed
+ *   plugin-binary  the chores: the plugin's binary on the host is not the one installed
+ *   target-dir:D   the symlink-target watches: directory D cannot be watched
+ */
+export type ConditionKey = 'lifecycle' | 'net-dir' | 'owner' | 'scan' | 'kubeconfig' | 'binaries' | 'plugin-binary' | `target-dir:${string}`;
+
+/** One condition's handle, held by the controller that owns it. */
+export class Condition {
+  constructor(
+    private readonly readiness: Readiness,
+    readonly key: ConditionKey,
+  ) {}
+
+  /** Fails the condition with `reason`, or clears it (undefined). */
+  set(reason: string | undefined): void {
+    this.readiness.block(this.key, reason);
+  }
+
+  clear(): void {
+    this.readiness.block(this.key, undefined);
+  }
+
+  get failing(): boolean {
+    return this.readiness.blocked(this.key);
+  }
+
+  get reason(): string | undefined {
+    return this.readiness.blocker(this.key);
+  }
+}
+
 export interface ReadinessReport {
   ready: boolean;
   reasons: string[];
@@ -66,18 +105,23 @@ export class Readiness {
     this.notFine = 0;
   }
 
-  /** A daemon-wide reason not to be ready (starting, net dir missing, superseded); undefined clears it. */
-  block(key: string, reason: string | undefined): void {
+  /** The handle of one node-wide condition, for the controller that owns it. */
+  condition(key: ConditionKey): Condition {
+    return new Condition(this, key);
+  }
+
+  /** A node-wide reason not to be ready (starting, net dir missing, superseded); undefined clears it. */
+  block(key: ConditionKey, reason: string | undefined): void {
     if (reason === undefined) this.blockers.delete(key);
     else this.blockers.set(key, reason);
   }
 
-  blocked(key: string): boolean {
+  blocked(key: ConditionKey): boolean {
     return this.blockers.has(key);
   }
 
   /** The reason given for `key`, if it blocks. */
-  blocker(key: string): string | undefined {
+  blocker(key: ConditionKey): string | undefined {
     return this.blockers.get(key);
   }
 

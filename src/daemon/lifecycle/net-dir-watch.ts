@@ -11,6 +11,7 @@ import { statSync } from 'node:fs';
 import { errnoCode } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
+import type { Condition } from '../keepers/readiness.js';
 import type { WatchEvent, Watcher } from '../../watch/watcher.js';
 
 export type NetDirState =
@@ -56,6 +57,8 @@ export class NetDirWatch {
     private readonly netDir: string,
     private readonly watcher: Watcher,
     private readonly log: Logger,
+    /** The `net-dir` readiness condition: this watch sets it and clears it. */
+    private readonly condition: Condition,
     /** net.d is watched at a new path or inode: claim, sync and rescan. */
     private readonly onArmed: (disk: string) => Promise<void>,
     /** net.d is no longer watched (gone, or a watch failed). */
@@ -64,6 +67,10 @@ export class NetDirWatch {
 
   get disk(): string | undefined {
     return this.state.kind === 'armed' ? this.state.disk : undefined;
+  }
+
+  get armed(): boolean {
+    return this.state.kind === 'armed';
   }
 
   /** True while the watch can see net.d appear or change: armed, or waiting on live ancestors. */
@@ -94,6 +101,7 @@ export class NetDirWatch {
   async close(): Promise<void> {
     this.closed = true;
     await this.arming;
+    this.condition.clear();
   }
 
   private rearmLogged(): Promise<void> {
@@ -176,6 +184,7 @@ export class NetDirWatch {
       if (was.kind !== 'waiting' || was.reason !== reason) {
         if (was.kind === 'armed') this.log.warn({ dir: this.netDir, reason }, 'config directory is gone: following its path');
         else this.log.info({ dir: this.netDir, reason }, 'config directory not available: watching the path to it');
+        this.condition.set(reason);
         this.onLost(reason);
       }
       return;
@@ -186,6 +195,7 @@ export class NetDirWatch {
     await this.watch(plan.netDir.disk);
     this.state = { kind: 'armed', disk: plan.netDir.disk, inode: plan.netDir.inode };
     this.log.info({ dir: this.netDir, onDisk: this.root.fromDisk(plan.netDir.disk), backend: this.watcher.backend }, 'watching config directory');
+    this.condition.clear();
     await this.onArmed(plan.netDir.disk);
   }
 
@@ -198,6 +208,7 @@ export class NetDirWatch {
       if (code === 'ENOENT' || code === 'ENOTDIR') return;
       const reason = watchFailureReason(code, this.root.fromDisk(dir));
       this.state = { kind: 'failed', code, reason };
+      this.condition.set(reason);
       this.onLost(reason);
       throw new WatchFailedError(code, reason);
     }

@@ -1,0 +1,139 @@
+// Routes each batch of watch events to the controller it concerns (docs/design.md, Events): config
+// names in net.d to the config keeper (debounced until the writer is done), the owner file to the
+// ownership role, the path to net.d to its watch, symlink targets' directories to the links that
+// lead there, the service-account dir and the bin dir to the chores. Our own renames are set aside
+// first, and an overflow means a rescan.
+import type { Config } from '../../config.js';
+import type { Logger } from '../../log.js';
+import type { WatchEvent, Watcher } from '../../watch/watcher.js';
+import type { Metrics } from '../http/metrics.js';
+import type { ConfigKeeper } from '../keepers/config-keeper.js';
+import type { Chores } from '../node/chores.js';
+import type { NetDirWatch } from './net-dir-watch.js';
+import type { NodeScan } from './node-scan.js';
+import { OwnRenames } from './own-renames.js';
+import { OWNER_FILE_NAME } from './ownership.js';
+import type { OwnershipRole } from './ownership-role.js';
+import type { PhaseState } from './phase.js';
+import { SettleTimers } from './settle-timers.js';
+
+export interface EventRouterDeps {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  phase: PhaseState;
+  watcher: Watcher;
+  netDir: NetDirWatch;
+  keeper: ConfigKeeper;
+  role: OwnershipRole;
+  chores: Chores;
+  scan: NodeScan;
+  /** The bin dir as the watcher names it. */
+  binDirOnDisk: () => string | undefined;
+  /** After every batch: readiness may have changed. */
+  onBatchDone: () => void;
+}
+
+export class EventRouter {
+  private readonly settle = new SettleTimers();
+  private readonly ownRenames = new OwnRenames();
+
+  constructor(private readonly deps: EventRouterDeps) {}
+
+  onEvents(events: WatchEvent[]): void {
+    const { phase, metrics, log, netDir, keeper, config, chores } = this.deps;
+    if (phase.ending) return;
+    this.ownRenames.observe(events);
+    const netDirDisk = netDir.disk;
+    const binDirOnDisk = this.deps.binDirOnDisk();
+    for (const event of events) {
+      metrics.countEvent(event.kind);
+      if (this.ownRenames.isOwn(event)) continue;
+      if (event.kind === 'overflow') {
+        metrics.overflows.inc();
+        log.warn('inotify queue overflowed: rescanning');
+        this.deps.scan.rescan('overflow');
+        void netDir.rearm().catch(() => {});
+        continue;
+      }
+      if (event.dir === netDirDisk) this.onNetDirEvent(event);
+      netDir.onEvent(event);
+      if (keeper.targets.isTargetDir(event.dir)) this.onTargetDirEvent(event);
+      if (event.dir === config.serviceAccountDir) void chores.syncKubeconfig();
+      if (event.dir === binDirOnDisk && chores.isOurBinary(event.name)) {
+        // Someone (an older instance's cleanup during an upgrade) removed or replaced our binary: put
+        // it back. (Our own install lands by a rename, which OwnRenames has already set aside.)
+        if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void chores.reinstallBinaries();
+      }
+    }
+    this.deps.onBatchDone();
+  }
+
+  /** Stop: no pass is scheduled any more. */
+  dispose(): void {
+    this.settle.clear();
+  }
+
+  private onNetDirEvent(event: WatchEvent): void {
+    const { phase, netDir, keeper, config } = this.deps;
+    if (event.kind === 'dir-gone') {
+      // The watch re-resolves the path; when it finds net.d gone it logs that and calls onNetDirLost,
+      // which drops the held directory.
+      netDir.onNetDirGone();
+      return;
+    }
+    const { name } = event;
+    if (name === OWNER_FILE_NAME) {
+      this.deps.role.check();
+      return;
+    }
+    if (phase.standingBy) return;
+    if (name === config.kubeconfigName && (event.kind === 'delete' || event.kind === 'moved-out')) {
+      void this.deps.chores.syncKubeconfig();
+      return;
+    }
+    if (keeper.concerns(name) && !event.isDir) this.onConfigEvent(event);
+    // A symlink target that lives in net.d under a non-config name (05-cilium.conflist-current). (An
+    // indexed loop: this runs for every event, and for-of made an iterator each time.)
+    const links = keeper.targets.linksTo(event.dir, name);
+    for (let k = 0; k < links.length; k++) keeper.trigger(links[k]!);
+  }
+
+  private onConfigEvent(event: WatchEvent): void {
+    const { name } = event;
+    switch (event.kind) {
+      case 'create':
+        // A new symlink is complete; a new regular file may still be being written. Both get a pass
+        // once written; a symlink has no IN_CLOSE_WRITE, so look now (a pass of a half-written file
+        // only finds invalid JSON and waits for the next event).
+        this.deps.keeper.trigger(name);
+        this.triggerWhenWritten(name);
+        return;
+      case 'modify':
+        this.triggerWhenWritten(name);
+        return;
+      default:
+        this.settle.cancel(name);
+        this.deps.keeper.trigger(name);
+    }
+  }
+
+  private onTargetDirEvent(event: WatchEvent): void {
+    const { keeper } = this.deps;
+    const links = event.kind === 'dir-gone' ? keeper.targets.linksInto(event.dir) : keeper.targets.linksTo(event.dir, event.name);
+    if (event.kind === 'dir-gone') {
+      // The directory was replaced or removed: drop the dead watch and look again (re-watched by the pass).
+      void this.deps.watcher.unwatch(event.dir);
+      for (const link of links) keeper.targets.remove(link);
+    }
+    for (const link of links) {
+      if (event.kind === 'create' || event.kind === 'modify') this.triggerWhenWritten(link);
+      else keeper.trigger(link);
+    }
+  }
+
+  /** A pass once the writer is done: at its IN_CLOSE_WRITE (which cancels this), or after a quiet period. */
+  private triggerWhenWritten(name: string): void {
+    this.settle.arm(name, () => this.deps.keeper.trigger(name));
+  }
+}

@@ -1,0 +1,130 @@
+// The node chores (docs/design.md, Start): the plugin binaries in the host's bin dir and the
+// kubeconfig in net.d, installed at start and put back whenever something removes or changes them.
+//
+// Token rotation and binary checks come in bursts of events: one run at a time, coalesced. The
+// plugin cannot run without its binary, nor reach the API without its kubeconfig, so a chore that
+// fails keeps its readiness condition failing (as `check` says NOT chained without the binary) until
+// one succeeds: the next event or resync tries again.
+import type { Config } from '../../config.js';
+import { errnoCode } from '../../fs/errno.js';
+import type { HostRoot } from '../../fs/host-root.js';
+import type { KubeconfigFile } from '../../kube/kubeconfig-file.js';
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../http/metrics.js';
+import { CoalescingQueue } from '../keepers/coalescing-queue.js';
+import type { Condition, Readiness } from '../keepers/readiness.js';
+import type { PhaseState } from '../lifecycle/phase.js';
+import { installBinaries } from './binaries.js';
+import type { PluginBinary } from './plugin-binary.js';
+
+type Chore = 'kubeconfig' | 'binaries';
+
+export interface ChoresDeps {
+  config: Config;
+  root: HostRoot;
+  log: Logger;
+  metrics: Metrics;
+  readiness: Readiness;
+  phase: PhaseState;
+  kubeconfig: KubeconfigFile;
+  binary: PluginBinary;
+  /** True while net.d is watched: the kubeconfig lives there. */
+  netDirArmed: () => boolean;
+  /** The plugin binary is back: configs refused meanwhile get a pass. */
+  onBinaryBack: () => void;
+  onConditionChange: () => void;
+}
+
+export class Chores {
+  /** The names of the binaries installed from CONTAINER_CNI_BIN_DIR. */
+  installed: string[] = [];
+  private readonly conditions: Record<Chore, Condition>;
+  /** The plugin's own binary is on the host as installed (plugin-binary.ts). */
+  private readonly pluginBinary: Condition;
+  private readonly queue = new CoalescingQueue(
+    async (chore: Chore) => {
+      await (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries());
+      if (this.conditions[chore].failing) {
+        this.conditions[chore].clear();
+        this.deps.onConditionChange();
+      }
+    },
+    (chore, err) => {
+      const code = errnoCode(err) ?? (err as Error).message;
+      this.conditions[chore].set(chore === 'kubeconfig' ? `cannot write the kubeconfig: ${code}` : `cannot install the plugin binaries: ${code}`);
+      this.deps.log.error({ code: errnoCode(err), err: (err as Error).message }, chore === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed');
+      this.deps.onConditionChange();
+    },
+  );
+
+  constructor(private readonly deps: ChoresDeps) {
+    this.conditions = { kubeconfig: deps.readiness.condition('kubeconfig'), binaries: deps.readiness.condition('binaries') };
+    this.pluginBinary = deps.readiness.condition('plugin-binary');
+  }
+
+  /** Start step: copy the binaries; nothing is chained unless the plugin's own is there. */
+  async installAtStart(): Promise<void> {
+    const { config, root, log } = this.deps;
+    const binaries = await installBinaries(config.containerBinDir, root, config.binDir);
+    this.installed = binaries.map((b) => b.name);
+    log.info({ dir: config.binDir, binaries: binaries.map((b) => `${b.name}${b.written ? '' : ' (unchanged)'}`) }, 'installed plugin binaries');
+    this.verifyPluginBinary();
+  }
+
+  /** Writes the kubeconfig now (start, before net.d is watched). */
+  async writeKubeconfigNow(): Promise<void> {
+    this.queue.trigger('kubeconfig');
+    await this.queue.drain();
+  }
+
+  async syncKubeconfig(): Promise<void> {
+    if (!this.deps.phase.maintaining || !this.deps.netDirArmed()) return;
+    await this.writeKubeconfigNow();
+  }
+
+  async reinstallBinaries(): Promise<void> {
+    if (!this.deps.phase.maintaining) return;
+    this.queue.trigger('binaries');
+    await this.queue.drain();
+  }
+
+  /** True for an entry of the bin dir that is ours: one we installed, or the plugin's own. */
+  isOurBinary(name: string): boolean {
+    return this.installed.includes(name) || name === this.deps.binary.type;
+  }
+
+  drain(): Promise<void> {
+    return this.queue.drain();
+  }
+
+  dispose(): void {
+    this.conditions.kubeconfig.clear();
+    this.conditions.binaries.clear();
+    this.pluginBinary.clear();
+  }
+
+  private async writeKubeconfig(): Promise<void> {
+    if ((await this.deps.kubeconfig.sync()) !== 'written') return;
+    this.deps.metrics.kubeconfigWrites.inc();
+    this.deps.log.info({ file: this.deps.config.kubeconfigName }, 'wrote kubeconfig');
+  }
+
+  private async checkBinaries(): Promise<void> {
+    const { config, root, log } = this.deps;
+    const binaries = await installBinaries(config.containerBinDir, root, config.binDir);
+    this.installed = binaries.map((b) => b.name);
+    const written = binaries.filter((b) => b.written).map((b) => b.name);
+    if (written.length > 0) log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
+    const wasMissing = this.pluginBinary.failing;
+    this.verifyPluginBinary();
+    // Configs refused while the binary was not there are chained now.
+    if (wasMissing && !this.pluginBinary.failing) this.deps.onBinaryBack();
+  }
+
+  /** After an install: the plugin's own binary is there as installed, or nothing is chained (plugin-binary.ts). */
+  private verifyPluginBinary(): void {
+    const problem = this.deps.binary.installedNow();
+    if (problem !== undefined && problem !== this.pluginBinary.reason) this.deps.log.error({ binary: this.deps.binary.hostPath }, problem);
+    this.pluginBinary.set(problem);
+  }
+}
