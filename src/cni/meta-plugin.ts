@@ -73,3 +73,16 @@ export function delegatePathCandidates(delegatePath: string): string[] {
   if (delegatePath.startsWith(`${MULTUS_HOST_PREFIX}/`)) candidates.push(delegatePath.slice(MULTUS_HOST_PREFIX.length));
   return candidates;
 }
+
+/**
+ * What the reconciler, owned mode and `check` say about a meta-plugin config they cannot chain
+ * through: one wording for the three. `pointTo` is the path clusterNetwork should name instead.
+ */
+export const delegationProblem = {
+  noDelegate: 'a meta-plugin config with neither clusterNetwork nor delegates',
+  nested: 'Multus delegates to another meta-plugin config: nothing to chain',
+  byName: (network: string, pointTo?: string): string =>
+    `Multus delegates to the network ${JSON.stringify(network)} by name (a NetworkAttachmentDefinition or a config in Multus' confDir), which cni-chainer cannot see${pointTo === undefined ? '' : `: set clusterNetwork to ${pointTo}`}`,
+  notTheCopy: (delegatePath: string, copyPath: string): string =>
+    `Multus delegates to ${delegatePath}, which owned mode never chains: set Multus' clusterNetwork to ${copyPath}, or use CNI_PATCH_MODE=in-place`,
+} as const;

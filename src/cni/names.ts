@@ -1,4 +1,5 @@
-// Which directory entries are CNI configs, and which one the container runtime loads. Pure.
+// Which directory entries are CNI configs, and the names the agent gives its own files. Pure.
+// Which one the container runtime loads is runtime-load.ts.
 import path from 'node:path';
 
 // Editors, backups and other tools' temporary files are never configs, whatever their suffix says.
@@ -14,9 +15,14 @@ export function isConfigName(name: string, suffixes: readonly string[]): boolean
   return suffixes.some((s) => lower.endsWith(s) && lower.length > s.length);
 }
 
-/** True when libcni would consider the file (exact, case-sensitive extension match, as in Go). */
+/**
+ * True when libcni would consider the file: an exact, case-sensitive extension match, with the
+ * extension as Go's filepath.Ext takes it (from the last dot: `.conf` itself has one, where Node's
+ * path.extname says it has none).
+ */
 export function isLibcniName(name: string): boolean {
-  return LIBCNI_EXTENSIONS.includes(path.extname(name));
+  const dot = name.lastIndexOf('.');
+  return dot >= 0 && LIBCNI_EXTENSIONS.includes(name.slice(dot));
 }
 
 /** Byte-wise lexicographic order, as Go's sort.Strings orders file names. */

@@ -99,4 +99,21 @@ describe('FightDetector', () => {
     d.fights.reverted('f');
     expect(d.fights.unsettled('f')).toBe(false); // reverted: the backoff's status, not this one
   });
+
+  it('beforeRewrite: a first write is never counted; three reactive reverts start one fight, and then every look waits', () => {
+    const d = detector();
+    // Not ours before, no fight: nothing counted, write now.
+    expect(d.fights.beforeRewrite('f', false)).toEqual({ waitMs: 0, fightStarted: false, startedBackoffMs: 0 });
+    const verdicts = [];
+    for (let i = 0; i < 3; i++) {
+      d.fights.wrote('f');
+      d.advance(2);
+      verdicts.push(d.fights.beforeRewrite('f', true));
+    }
+    expect(verdicts.map((v) => v.fightStarted)).toEqual([false, false, true]);
+    expect(verdicts[2]).toEqual({ waitMs: 1_000, fightStarted: true, startedBackoffMs: 1_000 });
+    // During the backoff a look that found no revert still waits, and warns no more.
+    d.advance(400);
+    expect(d.fights.beforeRewrite('f', false)).toEqual({ waitMs: 600, fightStarted: false, startedBackoffMs: 0 });
+  });
 });

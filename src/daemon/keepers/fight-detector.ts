@@ -89,6 +89,23 @@ export class FightDetector {
     return { backoffMs, fightStarted: state.level === 1, reactive };
   }
 
+  /**
+   * The fight rule, at the moment we are about to write `key` again because it lacks our patch.
+   * `reverted`: what is there replaced a write of ours. A revert (or any new look during a fight)
+   * counts once per write of ours; `waitMs` is the backoff left (0: write now), and `fightStarted`
+   * is the one moment per fight to warn.
+   */
+  beforeRewrite(key: string, reverted: boolean): { waitMs: number; fightStarted: boolean; startedBackoffMs: number } {
+    let fightStarted = false;
+    let startedBackoffMs = 0;
+    if (reverted || this.isFighting(key)) {
+      const verdict = this.reverted(key);
+      fightStarted = verdict.fightStarted;
+      startedBackoffMs = verdict.backoffMs;
+    }
+    return { waitMs: this.backoffLeft(key), fightStarted, startedBackoffMs };
+  }
+
   /** Milliseconds left in the current backoff of `key` (0 when it may be patched). */
   backoffLeft(key: string): number {
     const state = this.files.get(key);

@@ -18,8 +18,9 @@
 // - A primary that removes, renames or reverts our copy within milliseconds of each write (Cilium's
 //   cni.exclusive renames every other config to `.cilium_bak`) is a fight: the copy is written at the
 //   fight rule's backoff rate, and readiness names the cause and the fix.
-import { holdsPluginType, planPatch, scanConfig } from '../../cni/conflist.js';
-import { compareNames, isLibcniName, isOwnedCopyName, libcniOrder, ownedNameFor } from '../../cni/names.js';
+import { planPatch } from '../../cni/conflist.js';
+import { compareNames, isLibcniName, isOwnedCopyName, ownedNameFor } from '../../cni/names.js';
+import { loadOrder, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { NAME_MAX } from '../../fs/temp-names.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
 import { readEntry, type EntryRead } from '../../fs/bounded-read.js';
@@ -29,16 +30,17 @@ import { isMissing } from '../../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { DEFAULT_FIGHT_POLICY, FightDetector, FIGHT_CAUSE } from './fight-detector.js';
+import { removeOwnedCopies } from './owned-copies.js';
+import { isMeta, keepMeta, type MetaOutcome } from './owned-meta.js';
 import type { ConfigStatus } from './readiness.js';
-import { openLinkTarget, resolveDelegate, SymlinkTargets } from './symlink-targets.js';
+import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 
 const KEY = 'owned';
 
 type Problem = Exclude<ConfigStatus, 'chained' | 'out-of-scope' | 'delegating' | 'unmanaged'>;
 
 /** A config the runtime may load, as one sync sees it. */
-interface Listed {
-  name: string;
+interface Listed extends ConfigEntry {
   read: EntryRead | undefined; // undefined for a symlink (read through its target when needed)
 }
 
@@ -107,16 +109,6 @@ export class OwnedConfig {
 
   async dispose(): Promise<void> {}
 
-  /**
-   * Removes every owned copy in `dir` but `keep` (shutdown, uninstall, a new primary): the configured
-   * name, and any name an owned copy may have had that holds the plugin (a copy of an earlier
-   * primary, or of an earlier version). Returns the names removed.
-   */
-  static removeAll(dir: Dir, configured: string | undefined, pluginType: string, maxBytes: number, keep?: string): string[] {
-    const ours = (name: string) => name !== keep && (name === configured || (isOwnedCopyName(name, pluginType) && holdsPlugin(dir, name, pluginType, maxBytes)));
-    return dir.unlinkExisting(dir.list().filter(ours));
-  }
-
   private problem(name: string, status: Problem, detail: string): void {
     const { readiness, log } = this.deps;
     this.reported.add(name);
@@ -125,6 +117,13 @@ export class OwnedConfig {
     if (this.lastProblem.get(name) === key) return;
     this.lastProblem.set(name, key);
     log.warn({ file: name, status, detail }, 'owned config not in place');
+  }
+
+  /** What keepMeta (owned-meta.ts) found for a meta-plugin config. */
+  private apply(name: string, outcome: MetaOutcome): void {
+    if (outcome.kind === 'fine') this.fine(name);
+    else if (outcome.kind === 'problem') this.problem(name, outcome.status, outcome.detail);
+    else this.trigger();
   }
 
   /** A fight's status: on /readyz, not logged (the fight's one warning says it). */
@@ -178,17 +177,19 @@ export class OwnedConfig {
     const names = dir.list().filter((n) => isLibcniName(n) && !n.startsWith('.'));
     const isCopy = (n: string) => n === configured || isOwnedCopyName(n, plugin.type);
     // Configs in libcni order, our copies set aside; regular files and links only (libcni skips the rest).
-    const listed: Listed[] = [];
-    for (const name of libcniOrder(names.filter((n) => !isCopy(n)))) {
+    const entries: Listed[] = [];
+    for (const name of names) {
+      if (isCopy(name)) continue;
       const st = dir.lstat(name);
       if (st === undefined || !(st.isFile() || st.isSymbolicLink())) continue;
-      listed.push({ name, read: st.isFile() ? readEntry(dir, name, config.maxConfigBytes, true) : undefined });
+      entries.push({ name, kind: st.isFile() ? 'file' : 'symlink', read: st.isFile() ? readEntry(dir, name, config.maxConfigBytes, true) : undefined });
     }
+    const listed = loadOrder(entries);
     const metas = listed.filter((c) => c.read?.kind === 'file' && isMeta(c.read.bytes));
-    const primary = listed.find((c) => !metas.includes(c));
+    const primary = primaryConfig(listed, (c) => metas.includes(c));
     if (primary === undefined) {
       // No primary network: an owned copy would wire pods into a network that no longer exists.
-      for (const removed of OwnedConfig.removeAll(dir, configured, plugin.type, config.maxConfigBytes)) {
+      for (const removed of removeOwnedCopies(dir, configured, plugin.type, config.maxConfigBytes)) {
         this.deps.log.warn({ file: removed }, 'the primary config is gone: removed the owned config');
       }
       this.targets.remove(KEY);
@@ -198,7 +199,7 @@ export class OwnedConfig {
     const ownedName = configured ?? ownedNameFor(primary.name, plugin.type);
     this.current = ownedName;
     // Copies of an earlier primary (or named by an earlier version) go: the runtime must load one.
-    for (const stale of OwnedConfig.removeAll(dir, configured, plugin.type, config.maxConfigBytes, ownedName)) {
+    for (const stale of removeOwnedCopies(dir, configured, plugin.type, config.maxConfigBytes, ownedName)) {
       this.deps.log.info({ file: stale, now: ownedName }, 'removed an owned copy of an earlier primary');
     }
     if (Buffer.byteLength(ownedName) > NAME_MAX) {
@@ -213,7 +214,7 @@ export class OwnedConfig {
       this.problem(ownedName, 'error', `${before[0]!.name} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`);
     }
     // A meta-plugin the runtime loads before our copy runs its delegate, not our copy.
-    for (const meta of metas.filter((m) => compareNames(m.name, ownedName) < 0)) await this.keepMeta(dir, meta, ownedName);
+    for (const meta of metas.filter((m) => compareNames(m.name, ownedName) < 0)) this.apply(meta.name, await keepMeta(this.deps, dir, meta.name, meta.read as Extract<EntryRead, { kind: 'file' }>, ownedName));
     // One that sorts after our copy but before the primary would be bypassed by our copy.
     const bypassed = metas.find((m) => compareNames(m.name, ownedName) > 0 && compareNames(m.name, primary.name) < 0);
     if (bypassed !== undefined) {
@@ -256,14 +257,12 @@ export class OwnedConfig {
   private backingOff(ownedName: string, current: EntryRead): boolean {
     const ours = this.lastWritten;
     const reverted = ours !== undefined && ours.name === ownedName && (current.kind !== 'file' || sha256(current.bytes) !== ours.digest);
-    if (reverted || this.fights.isFighting(ownedName)) {
-      const verdict = this.fights.reverted(ownedName);
-      if (verdict.fightStarted) {
-        this.deps.metrics.fights.inc();
-        this.deps.log.warn({ file: ownedName, backoffMs: verdict.backoffMs }, `the owned config is removed, renamed or reverted within milliseconds of every write (${FIGHT_CAUSE}); backing off`);
-      }
+    const verdict = this.fights.beforeRewrite(ownedName, reverted);
+    if (verdict.fightStarted) {
+      this.deps.metrics.fights.inc();
+      this.deps.log.warn({ file: ownedName, backoffMs: verdict.startedBackoffMs }, `the owned config is removed, renamed or reverted within milliseconds of every write (${FIGHT_CAUSE}); backing off`);
     }
-    const left = this.fights.backoffLeft(ownedName);
+    const left = verdict.waitMs;
     if (left === 0) return false;
     this.deps.metrics.backoffs.inc();
     this.fighting(ownedName, `removed, renamed or reverted within milliseconds of each write (${FIGHT_CAUSE}); next try in ${left} ms`);
@@ -306,44 +305,6 @@ export class OwnedConfig {
       targetDir?.close();
     }
   }
-
-  /**
-   * A meta-plugin config (Multus) that the runtime loads before our copy: its embedded delegate is
-   * chained in place, byte-exact; a delegate it names by path must be our copy.
-   */
-  private async keepMeta(dir: Dir, meta: Listed, ownedName: string): Promise<void> {
-    const read = meta.read as Extract<EntryRead, { kind: 'file' }>;
-    const plan = planPatch(read.bytes, this.deps.plugin);
-    switch (plan.action) {
-      case 'none':
-        return this.fine(meta.name);
-      case 'write': {
-        const noBinary = this.deps.binary.problem();
-        if (noBinary !== undefined) return this.problem(meta.name, 'no-binary', noBinary);
-        const st = read.stat;
-        const result = await writeFileAtomic(dir, meta.name, plan.bytes, { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, xattrs: read.xattrs, expect: read.bytes });
-        if (result === 'stale') return this.trigger();
-        this.deps.metrics.patches.inc();
-        this.deps.log.info({ file: meta.name }, "chained plugin into the meta-plugin's embedded delegate");
-        return this.fine(meta.name);
-      }
-      case 'delegates': {
-        const delegation = plan.delegation;
-        if (delegation.kind === 'path') {
-          const resolved = resolveDelegate(this.deps.root, delegation.path);
-          if (resolved !== undefined && resolved === `${this.deps.config.netDir}/${ownedName}`) return this.fine(meta.name);
-          return this.problem(
-            meta.name,
-            'error',
-            `Multus delegates to ${delegation.path}, which owned mode never chains: set Multus' clusterNetwork to ${this.deps.config.netDir}/${ownedName}, or use CNI_PATCH_MODE=in-place`,
-          );
-        }
-        return this.problem(meta.name, 'error', delegation.kind === 'name' ? `Multus delegates to the network ${JSON.stringify(delegation.name)} by name, which cni-chainer cannot see: set clusterNetwork to ${this.deps.config.netDir}/${ownedName}` : 'a meta-plugin config with neither clusterNetwork nor delegates');
-      }
-      default:
-        return this.problem(meta.name, plan.action === 'invalid' ? 'invalid' : 'error', plan.reason);
-    }
-  }
 }
 
 interface Owner {
@@ -355,23 +316,4 @@ interface Owner {
 
 function sameOwner(stat: { mode: number; uid: number; gid: number }, owner: Owner): boolean {
   return (stat.mode & 0o7777) === owner.mode && stat.uid === owner.uid && stat.gid === owner.gid;
-}
-
-/** A meta-plugin config (Multus): never a primary (cni/meta-plugin.ts). */
-function isMeta(bytes: Buffer): boolean {
-  try {
-    return scanConfig(bytes).meta !== undefined;
-  } catch {
-    return false; // not JSON: no meta-plugin either
-  }
-}
-
-function holdsPlugin(dir: Dir, name: string, pluginType: string, maxBytes: number): boolean {
-  const read = readEntry(dir, name, maxBytes);
-  if (read.kind !== 'file') return false;
-  try {
-    return holdsPluginType(scanConfig(read.bytes), pluginType);
-  } catch {
-    return false;
-  }
 }

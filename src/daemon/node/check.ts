@@ -3,13 +3,14 @@ import path from 'node:path';
 import type { Config } from '../../config.js';
 import { statSync, type Stats } from 'node:fs';
 import { chainState, ConfigParseError, planPatch, scanConfig, type ChainedPlugin } from '../../cni/conflist.js';
-import { compareNames, isOwnedCopyName, libcniOrder } from '../../cni/names.js';
+import { compareNames, isOwnedCopyName } from '../../cni/names.js';
+import { loadedConfig, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import { withDirSync } from '../../fs/dir.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import { listNodeConfigs, type NodeConfig } from './node-configs.js';
 import { resolveDelegate } from '../keepers/symlink-targets.js';
-import type { Delegation } from '../../cni/meta-plugin.js';
+import { delegationProblem, type Delegation } from '../../cni/meta-plugin.js';
 
 export type ConfigState = 'chained' | 'not-chained' | 'stale-plugin' | 'stale-copy' | 'invalid' | 'unresolved' | 'too-large';
 
@@ -58,7 +59,7 @@ function stateOfBytes(root: HostRoot, bytes: Buffer, plugin: ChainedPlugin, maxB
   try {
     const config = scanConfig(bytes);
     if (config.meta !== undefined) {
-      if (viaMeta) return { state: 'unresolved', detail: 'a meta-plugin delegates to another meta-plugin' };
+      if (viaMeta) return { state: 'unresolved', detail: delegationProblem.nested };
       return { ...metaState(root, config.meta, bytes, plugin, maxBytes), meta: true };
     }
     const state = config.shape === 'single' ? 'not-chained' : chainState(config, plugin);
@@ -81,9 +82,9 @@ function metaState(root: HostRoot, meta: Delegation, bytes: Buffer, plugin: Chai
       return withDetail(Buffer.isBuffer(delegate) ? stateOfBytes(root, delegate, plugin, maxBytes, true) : delegate, `delegates to ${file}`);
     }
     case 'name':
-      return { state: 'unresolved', detail: `delegates to the network ${JSON.stringify(meta.name)} by name, which cni-chainer cannot see` };
+      return { state: 'unresolved', detail: delegationProblem.byName(meta.name) };
     default:
-      return { state: 'invalid', detail: 'a meta-plugin config with neither clusterNetwork nor delegates' };
+      return { state: 'invalid', detail: delegationProblem.noDelegate };
   }
 }
 
@@ -139,7 +140,7 @@ export function inspectNode(root: HostRoot, config: CheckConfig, plugin: Chained
     return { netDir: config.netDir, netDirExists: false, netDirProblem: problem, binary, chained: false, configs: [] };
   }
   // A name that is not UTF-8 may be the one libcni loads (it reads names as bytes): it counts, unread.
-  const loaded = libcniOrder(configs.filter((c) => c.file !== undefined || c.undecodable === true).map((c) => c.name))[0];
+  const loaded = loadedConfig(configs.map((c) => ({ name: c.name, kind: c.undecodable === true ? 'undecodable' : c.file !== undefined ? 'file' : 'other' }) satisfies ConfigEntry))?.name;
   const reports = configs
     .sort((a, b) => compareNames(a.name, b.name))
     .map(
@@ -165,7 +166,8 @@ function checkOwnedCopy(root: HostRoot, config: CheckConfig, plugin: ChainedPlug
   if (copy === undefined) return;
   const byName = new Map(configs.map((c) => [c.name, c]));
   // The primary: the first config after the copy that is no copy and no meta-plugin.
-  const primary = reports.find((r) => !isCopy(r.name) && compareNames(r.name, copy.name) > 0 && r.meta !== true);
+  const after = reports.filter((r) => compareNames(r.name, copy.name) > 0).map((r) => ({ ...r, kind: 'file' as const }));
+  const primary = primaryConfig(after, (r) => isCopy(r.name) || r.meta === true);
   const primaryFile = primary === undefined ? undefined : byName.get(primary.name)?.file;
   if (primary === undefined || primaryFile === undefined) {
     copy.state = 'stale-copy';

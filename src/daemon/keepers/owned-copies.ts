@@ -1,0 +1,27 @@
+// Owned mode's copies in net.d (docs/design.md, Owned mode): removed at shutdown, at uninstall, and
+// when the primary changes name. Only names an owned copy may have had, and only while they hold
+// the plugin: a file that merely looks like ours is somebody else's.
+import { holdsPluginType, scanConfig } from '../../cni/conflist.js';
+import { isOwnedCopyName } from '../../cni/names.js';
+import { readEntry } from '../../fs/bounded-read.js';
+import type { Dir } from '../../fs/dir.js';
+
+/**
+ * Removes every owned copy in `dir` but `keep`: the configured name, and any name an owned copy may
+ * have had that holds the plugin (a copy of an earlier primary, or of an earlier version). Returns
+ * the names removed.
+ */
+export function removeOwnedCopies(dir: Dir, configured: string | undefined, pluginType: string, maxBytes: number, keep?: string): string[] {
+  const ours = (name: string) => name !== keep && (name === configured || (isOwnedCopyName(name, pluginType) && holdsPlugin(dir, name, pluginType, maxBytes)));
+  return dir.unlinkExisting(dir.list().filter(ours));
+}
+
+function holdsPlugin(dir: Dir, name: string, pluginType: string, maxBytes: number): boolean {
+  const read = readEntry(dir, name, maxBytes);
+  if (read.kind !== 'file') return false;
+  try {
+    return holdsPluginType(scanConfig(read.bytes), pluginType);
+  } catch {
+    return false;
+  }
+}
