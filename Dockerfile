@@ -40,7 +40,7 @@ ENV UV_THREADPOOL_SIZE=16
 ENV MALLOC_ARENA_MAX=2
 COPY --from=build /src/package.json ./package.json
 COPY --from=build /src/node_modules ./node_modules
-COPY --from=build /src/build/Release/inotify.node ./build/Release/inotify.node
+COPY --from=build /src/build/Release/cni_chainer.node ./build/Release/cni_chainer.node
 COPY --from=build /src/dist/cni-chainer.mjs ./dist/cni-chainer.mjs
 # The Prometheus exposition, loaded at the first scrape of /metrics (scripts/bundle.mjs says why).
 COPY --from=build /src/dist/cni-chainer-prometheus.mjs ./dist/cni-chainer-prometheus.mjs

@@ -80,4 +80,4 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
 
 }  // namespace
 
-NODE_API_MODULE(inotify, Init)
+NODE_API_MODULE(cni_chainer, Init)

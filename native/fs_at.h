@@ -20,6 +20,6 @@ Napi::Value Unlinkat(const Napi::CallbackInfo& info);
 Napi::Value Symlinkat(const Napi::CallbackInfo& info);
 Napi::Value Readlinkat(const Napi::CallbackInfo& info);
 Napi::Value Xattrs(const Napi::CallbackInfo& info);
-// The same for callers in C++ (entry_io.cc).
+// The same for callers in C++ (entry_read.cc, entry_replace.cc).
 Napi::Array ReadXattrs(Napi::Env env, int fd);
 Napi::Value Fsetxattr(const Napi::CallbackInfo& info);

@@ -61,7 +61,7 @@ describe('Dockerfile', () => {
     const cmd = JSON.parse(instructions().find((i) => i.op === 'CMD')!.args) as string[];
     expect(cmd).toEqual(['node', 'dist/cni-chainer.mjs', 'run']);
     const copied = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/)[2]);
-    for (const needed of ['./package.json', './node_modules', './build/Release/inotify.node', './dist/cni-chainer.mjs']) expect(copied).toContain(needed);
+    for (const needed of ['./package.json', './node_modules', './build/Release/cni_chainer.node', './dist/cni-chainer.mjs']) expect(copied).toContain(needed);
     // Files the bundle itself loads by a relative path (the Prometheus exposition, at the first scrape).
     const bundled = readFileSync(path.join(repoRoot, 'dist', 'cni-chainer.mjs'), 'latin1');
     const loaded = [...bundled.matchAll(/import\("(\.\/[^"]+)"\)/g)].map((m) => `./dist/${m[1]!.slice(2)}`);

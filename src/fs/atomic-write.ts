@@ -210,7 +210,7 @@ export async function createTemp(dir: Dir, name: string, data: string | Buffer |
   const tmp = tempFor(name, options);
   // Creating and filling a small file is page-cache work: done inline, it saves the event loop
   // four round trips through the thread pool. Only the fsync, which waits for the disk, goes there.
-  // The numbered steps are docs/design.md's, "Writing"; native/entry_io.cc marks the same ones.
+  // The numbered steps are docs/design.md's, "Writing"; native/entry_replace.cc marks the same ones.
   // (1) a temp file beside the target, in the target's directory fd.
   const fd = dir.openEntry(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
   try {

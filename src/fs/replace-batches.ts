@@ -18,7 +18,7 @@ export type ReplaceJob = [
   expect: Buffer | undefined,
 ];
 
-/** A job's `landing` (native/entry_io.cc): rename over, rename only if absent, or exchange and compare. */
+/** A job's `landing` (native/entry_replace.cc): rename over, rename only if absent, or exchange and compare. */
 export const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
 
 export type Landing = 'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported';

@@ -98,7 +98,7 @@ function load(): InotifyAddon {
   const require = createRequire(import.meta.url);
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    const candidate = path.join(dir, 'build', 'Release', 'inotify.node');
+    const candidate = path.join(dir, 'build', 'Release', 'cni_chainer.node');
     if (existsSync(candidate)) return require(candidate) as InotifyAddon;
     const parent = path.dirname(dir);
     if (parent === dir) throw new Error('cni-chainer: native addon not built (run `npm ci` or `npx node-gyp rebuild`)');

@@ -1,4 +1,4 @@
-// readEntry (one call into the addon: native/entry_io.cc) against the real kernel: what it opens and
+// readEntry (one call into the addon: native/entry_read.cc) against the real kernel: what it opens and
 // what it never opens, the bound, and names that could leave the directory.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
