@@ -14,14 +14,22 @@ function threadKind(comm: string): ThreadKind {
   return 'other';
 }
 
+export interface Memory {
+  anonMiB: number;
+  fileMiB: number;
+  shmemMiB: number;
+}
+
 export class Agent {
   readonly child: ChildProcess;
   readonly logFile: string;
 
-  constructor(cli: string, env: NodeJS.ProcessEnv, logDir: string, name: string, nodeArgs: string[] = []) {
+  /** Runs `node [nodeArgs] program run`; or, with `program` an array, `node ...program`. */
+  constructor(program: string | string[], env: NodeJS.ProcessEnv, logDir: string, name: string, nodeArgs: string[] = []) {
     this.logFile = path.join(logDir, `${name}.log`);
     const out = openSync(this.logFile, 'w');
-    this.child = spawn(process.execPath, [...nodeArgs, cli, 'run'], { env, stdio: ['ignore', out, out] });
+    const args = typeof program === 'string' ? [...nodeArgs, program, 'run'] : [...nodeArgs, ...program];
+    this.child = spawn(process.execPath, args, { env, stdio: ['ignore', out, out] });
   }
 
   logs(): Array<{ msg?: string }> {
@@ -70,6 +78,16 @@ export class Agent {
   private status(field: string): number {
     const line = readFileSync(`/proc/${this.child.pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`))!;
     return Number(line.split(/\s+/)[1]) / 1024;
+  }
+
+  /**
+   * Resident memory now, in MiB, split as the kernel counts it (proc(5)): anonymous pages (heap,
+   * stacks, malloc: what only this process can hold, and what a container's working set is mostly
+   * made of) apart from file-backed pages (the node binary's code and data, shared with every node
+   * process on the machine and reclaimable) and shared memory.
+   */
+  memory(): Memory {
+    return { anonMiB: this.status('RssAnon'), fileMiB: this.status('RssFile'), shmemMiB: this.status('RssShmem') };
   }
 
   /** Resident set size now, in MiB (VmRSS). */

@@ -7,7 +7,13 @@
 // doubled its reads and plans and made Node look dearer than it is). The bench runs it like the agent,
 // so that the agent's CPU per file can be read against what Node and the addon cost on their own, on
 // the same machine in the same run.
-import { openSync, writeSync } from 'node:fs';
+//
+// It is bundled and started exactly like the agent (scripts/bundle.mjs; `node dist/bench/bare-agent.mjs
+// run` with the agent's environment), sets the same V8 flag once its watch is live, and listens on
+// HEALTH_PORT with node:http as the agent's health server does: what it holds in memory is what any
+// Node agent on this addon holds, and nothing the agent does beyond it.
+import { createServer } from 'node:http';
+import { openSync, readdirSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { planPatch } from '../src/cni/conflist.js';
 import { isConfigName } from '../src/cni/names.js';
@@ -18,6 +24,7 @@ import { IN, InotifyColumns } from '../src/native/inotify.js';
 import { entryIo } from '../src/native/entry-io.js';
 import { exitNow } from '../src/native/exit.js';
 import { DIRECTORY_MASK } from '../src/watch/native.js';
+import { optimizeHeapForSize } from '../src/memory-flags.js';
 
 const config = loadConfig(process.env);
 const plugin = requirePlugin(config);
@@ -27,6 +34,23 @@ const dirfd = openSync(netDir, 'r');
 // Cookies of this read's renames away from our own temp names: the rename onto the config that
 // carries one is our write landing.
 const ownCookies = new Set<number>();
+
+/** The patch of `name`, if it needs one. */
+function jobFor(name: string): ReplaceJob | undefined {
+  const read = entryIo.readEntryAt(dirfd, name, config.maxConfigBytes, true);
+  if (read.kind !== 'file') return undefined;
+  const content = read.bytes!.subarray(0, read.length);
+  const plan = planPatch(content, plugin);
+  if (plan.action !== 'write') return undefined;
+  const xattrs = read.xattrs!.map(([key, value]): [string, Buffer, boolean] => [key, value, true]);
+  return [dirfd, tempNameFor(name), name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, LANDING.exchange, content];
+}
+
+// One work item per pool thread, each working through its share, as the agent's writes go. A stale
+// or swapped landing is left as it is: the bench's writer does not rewrite a file it wrote.
+function write(jobs: ReplaceJob[]): void {
+  for (const batch of perPoolThread(jobs)) entryIo.replaceEntriesAt(batch).catch(() => {});
+}
 
 // The events in the addon's columns (wd, mask and cookie three by three), read without an object each.
 const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
@@ -42,18 +66,22 @@ const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
     }
     if (!(mask & (IN.IN_MOVED_TO | IN.IN_CLOSE_WRITE)) || !isConfigName(name, config.suffixes)) continue;
     if (mask & IN.IN_MOVED_TO && ownCookies.has(cookie)) continue;
-    const read = entryIo.readEntryAt(dirfd, name, config.maxConfigBytes, true);
-    if (read.kind !== 'file') continue;
-    const content = read.bytes!.subarray(0, read.length);
-    const plan = planPatch(content, plugin);
-    if (plan.action !== 'write') continue;
-    const xattrs = read.xattrs!.map(([key, value]): [string, Buffer, boolean] => [key, value, true]);
-    jobs.push([dirfd, tempNameFor(name), name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, LANDING.exchange, content]);
+    const job = jobFor(name);
+    if (job !== undefined) jobs.push(job);
   }
-  // One work item per pool thread, each working through its share, as the agent's writes go.
-  // A stale or swapped landing is left as it is: the bench's writer does not rewrite a file it wrote.
-  for (const batch of perPoolThread(jobs)) entryIo.replaceEntriesAt(batch).catch(() => {});
+  write(jobs);
 });
+// The configs already there, once the watch is live (as the agent's first scan).
+const existing: ReplaceJob[] = [];
+for (const name of readdirSync(netDir)) {
+  const job = isConfigName(name, config.suffixes) ? jobFor(name) : undefined;
+  if (job !== undefined) existing.push(job);
+}
+write(existing);
 void watcher;
+// As the agent: the heap flag, then the health server, once the watch is live.
+await optimizeHeapForSize();
+const health = createServer((_req, res) => res.end('ok'));
+if (config.healthPort !== 0) await new Promise<void>((resolve) => health.listen(config.healthPort, config.healthHost, resolve));
 writeSync(1, '{"msg":"started"}\n');
 process.on('SIGTERM', () => exitNow(0));

@@ -2,7 +2,8 @@
  * The benchmark's floor: the minimal syscalls of the agent's patch, for the same files on the same
  * filesystem, with no agent. Built and run by `npm run bench` (bench/floor.ts).
  *
- *   floor storm  DIR N THREADS PRIMARY PLUGIN   -> prints the ms to patch N pre-written files
+ *   floor storm  DIR N THREADS PRIMARY PLUGIN   -> prints the ms to patch N pre-written files, and the
+ *                CPU microseconds it took (all threads, getrusage)
  *   floor paced  DIR N INTERVAL_US PRIMARY PLUGIN -> prints one ms figure per file: rename -> patched
  *   floor write  DIR INTERVAL_US PRIMARY NAME...  -> the primary CNI of the agent's runs: writes each
  *                NAME by temp file + rename, INTERVAL_US apart (0: as fast as it can), and prints the
@@ -15,6 +16,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,10 +146,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < files; i++) write_primary(i);
     dir_fsync();
     pthread_t tid[64];
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
     double t0 = now_ms();
     for (long t = 0; t < threads; t++) pthread_create(&tid[t], NULL, storm_worker, (void *)t);
     for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-    printf("%.3f\n", now_ms() - t0);
+    double ms = now_ms() - t0;
+    getrusage(RUSAGE_SELF, &r1);
+    double cpu_us = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e6 +
+                    (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+    printf("%.3f %.0f\n", ms, cpu_us);
   } else {
     int interval_us = atoi(argv[4]);
     for (int i = 0; i < files; i++) {

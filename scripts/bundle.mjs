@@ -4,7 +4,7 @@
 // @parcel/watcher (a native module, loaded only when WATCH_BACKEND=parcel) stay outside, and so does
 // the Prometheus exposition, dist/cni-chainer-prometheus.mjs (see `prometheusApart`).
 import { build } from 'esbuild';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 
 // Node's built-ins that our ES modules import are loaded with require(), and handed over without
@@ -118,6 +118,16 @@ await build({
   outfile: `dist/${PROMETHEUS_FILE}`,
   plugins: [builtinsViaRequire, withoutUnused],
 });
+// The bench's reference agent (bench/bare-agent.ts), bundled like the agent so that the bench
+// compares like with like (docs/performance.md).
+if (existsSync('dist/bench/bare-agent.js')) {
+  await build({
+    ...common,
+    entryPoints: ['dist/bench/bare-agent.js'],
+    outfile: 'dist/bench/bare-agent.mjs',
+    plugins: [builtinsViaRequire, withoutUnused],
+  });
+}
 const mainBundle = readFileSync('dist/cni-chainer.mjs', 'latin1');
 if (!mainBundle.includes(`"./${PROMETHEUS_FILE}"`) || mainBundle.includes('node_modules/prom-client/')) {
   throw new Error(`dist/cni-chainer.mjs must load prom-client from ./${PROMETHEUS_FILE}, not contain it`);
@@ -128,7 +138,7 @@ if (!mainBundle.includes(`"./${PROMETHEUS_FILE}"`) || mainBundle.includes('node_
 // it two bytes per character, 1 MB of heap for the whole life of the process instead of 0.5 MB. esbuild
 // escapes non-ASCII in strings and regular expressions (its default charset) but not in the comments
 // it keeps, so the build refuses any that reach the bundle.
-for (const file of ['cni-chainer.mjs', PROMETHEUS_FILE]) {
+for (const file of ['cni-chainer.mjs', PROMETHEUS_FILE, ...(existsSync('dist/bench/bare-agent.mjs') ? ['bench/bare-agent.mjs'] : [])]) {
   const bundle = readFileSync(`dist/${file}`, 'latin1');
   const nonAscii = bundle.split('\n').flatMap((line, k) => (/[^\x00-\x7f]/.test(line) ? [`  line ${k + 1}: ${line.trim().slice(0, 100)}`] : []));
   if (nonAscii.length > 0) {

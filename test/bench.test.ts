@@ -7,7 +7,7 @@ import { runProcess } from './helpers/run-node.js';
 import { tempDir } from './helpers/tmp.js';
 
 describe('npm run bench', () => {
-  it('runs the floor, both backends on disk and tmpfs and the bare reference on tmpfs, and prints every target as a ratio', async () => {
+  it('runs the floor, both backends on disk and tmpfs, the bundled reference and a bare node:http, and prints every target as a ratio', async () => {
     const out = tempDir();
     const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--repeat', '1', '--idle-s', '0', '--out', out];
     const result = await runProcess(process.execPath, [path.join(repoRoot, 'dist', 'bench', 'bench.js'), ...args]);
@@ -25,9 +25,21 @@ describe('npm run bench', () => {
     if (Math.abs(Number(difference) - 40) >= 1) expect(verdict).toBe(Number(difference) <= 40 ? 'pass' : 'FAIL');
     expect(result.stdout).toMatch(/^\| native backend: files never patched, all runs \| 0 \| 0 \| pass \|$/m);
     expect(result.stdout).toMatch(/^\| tmpfs, native \| \d+ \| \d+ \| \d+ \| \d+ \| \d+ \|$/m);
-    // The bare reference agent ran on tmpfs and patched every file it was given.
-    expect(result.stdout).toMatch(/^\| storm: CPU µs per file \| \d+ \| \d+ \| [\d.]+x \|$/m);
-    expect(result.stdout).toMatch(/^\| files never patched \| 0 \| 0 \| \|$/m);
+    // The bare reference agent ran on tmpfs, bundled and started like the agent, and patched every
+    // file it was given; each figure has its floor (or baseline) and both ratios.
+    expect(result.stdout).toMatch(/^\| storm: CPU µs per file \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d.]+x \|$/m);
+    expect(result.stdout).toMatch(/^\| start: exec → first patch ms \(floor: node -e ''\) \| \d+ \| \d+ \| \d+ \| [\d.]+x \| [\d.]+x \|$/m);
+    expect(result.stdout).toMatch(/^\| files never patched \| 0 \| 0 \| \| \| \|$/m);
+    // Memory split as the kernel counts it, next to a bare node:http server of the same run; the
+    // verdicts follow the differences printed.
+    expect(result.stdout).toMatch(/^\| baseline \| node:http, listening \| [\d.]+ \/ [\d.]+ \|/m);
+    for (const [what, limit] of [['anonymous memory 1 s after start - bare node:http', 4], ['anonymous memory after the storms - bare node:http', 12]] as const) {
+      const row = new RegExp(`^\\| ${what} \\| ([\\d.]+) - ([\\d.]+) = (-?[\\d.]+) MiB \\| <= ${limit} MiB \\| (pass|FAIL) \\|$`, 'm').exec(result.stdout);
+      expect(row, what).not.toBeNull();
+      const [, agentMiB, bareMiB, extra, verdict] = row!;
+      expect(Math.abs(Number(agentMiB) - Number(bareMiB) - Number(extra))).toBeLessThanOrEqual(0.11);
+      if (Math.abs(Number(extra) - limit) >= 0.1) expect(verdict).toBe(Number(extra) <= limit ? 'pass' : 'FAIL');
+    }
     const json = JSON.parse(readFileSync(path.join(out, 'bench.json'), 'utf8')) as { disks: Array<{ disk: string; backends: Array<{ backend: string; storm: { missed: number } }> }> };
     // @parcel/watcher may drop an event (README, "Known limits"); the native backend may not.
     expect(json.disks.flatMap((d) => d.backends.map((b) => [d.disk, b.backend, b.backend === 'native' ? b.storm.missed : typeof b.storm.missed]))).toEqual([

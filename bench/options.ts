@@ -1,0 +1,36 @@
+// `npm run bench -- [--files 1000] [--paced 200] [--interval-ms 5] [--repeat 3] [--idle-s 10]
+//                   [--backends native,parcel] [--disks disk,tmpfs] [--out bench/results] [--tmp DIR]`
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { WatchBackendName } from '../src/watch/watcher.js';
+
+function option(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repo = path.resolve(here, '..', '..');
+/** The agent as the image runs it: the bundle. */
+export const cli = path.join(repo, 'dist', 'cni-chainer.mjs');
+/** The reference, bundled and started the same way (scripts/bundle.mjs). */
+export const bareAgent = path.join(repo, 'dist', 'bench', 'bare-agent.mjs');
+
+export const FILES = Number(option('files', '1000'));
+export const REPEAT = Number(option('repeat', '3'));
+export const DISKS = option('disks', 'disk,tmpfs').split(',');
+export const PACED = Number(option('paced', '200'));
+export const INTERVAL_MS = Number(option('interval-ms', '5'));
+export const IDLE_S = Number(option('idle-s', '10'));
+export const BACKENDS = option('backends', 'native,parcel').split(',') as WatchBackendName[];
+export const OUT = path.resolve(option('out', path.join(repo, 'bench', 'results')));
+// Where the scratch host tree lives: the default temp dir (a disk, where fsync costs a journal
+// commit), or e.g. /dev/shm (tmpfs, where fsync is free) to see the agent's own overhead.
+export const TMP = option('tmp', tmpdir());
+
+export const PLUGIN_FILE = path.join(repo, 'test', 'fixtures', 'plugin', 'linkerd-cni.json');
+export const PLUGIN = readFileSync(PLUGIN_FILE, 'utf8');
+export const PRIMARY_FILE = path.join(repo, 'test', 'fixtures', 'conflists', '10-calico.conflist');
+export const PRIMARY = readFileSync(PRIMARY_FILE, 'utf8');
