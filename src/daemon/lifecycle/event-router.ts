@@ -84,7 +84,10 @@ export class EventRouter {
     }
     const { name } = event;
     if (name === OWNER_FILE_NAME) {
-      this.deps.role.check();
+      // Only once the file is complete: an owner file written in place (an earlier version's, or by
+      // hand) is empty or half-written at its IN_CREATE and IN_MODIFY, and a record that cannot be
+      // read looks like no owner at all, which would claim the node over it. IN_CLOSE_WRITE follows.
+      if (event.kind !== 'create' && event.kind !== 'modify') this.deps.role.check();
       return;
     }
     if (phase.standingBy) return;

@@ -2,7 +2,7 @@
 // The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
 // (issue 7; each failed on version 0.1), or the later issue that added it.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { itWith } from '../../helpers/capability.js';
@@ -56,6 +56,23 @@ describe('nodes never left broken', () => {
     // Earlier versions waited for a heartbeat to go 10 s stale; the lock goes with the process.
     await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 5_000);
     await waitFor(() => host.isChained('10-aws.conflist'), 'chained by A');
+  }, 30_000);
+
+  it('11. an owner file written in place, slowly: read once complete, never claimed over half-written', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const a = await host.started();
+    await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
+    // An earlier version's record, written into the owner file in two halves 300 ms apart: the
+    // first half alone is no record at all.
+    const record = `${JSON.stringify({ instance: 'old-version', pid: 1, startedAt: new Date().toISOString() })}\n`;
+    const fd = openSync(host.net('.cni-chainer.owner'), 'w');
+    writeSync(fd, record.slice(0, 20));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    writeSync(fd, record.slice(20));
+    closeSync(fd);
+    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    expect(a.logs.items.filter((l) => l.msg === 'cannot write the owner file in the config directory')).toEqual([]);
   }, 30_000);
 
   it('11. an earlier version as owner (a heartbeat, no lock): alive while its mtime is fresh, taken back once stale', async () => {
