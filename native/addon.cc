@@ -10,6 +10,7 @@
 #include "digest.h"
 #include "entry_io.h"
 #include "exit_now.h"
+#include "malloc_trim.h"
 #include "fs_at.h"
 #include "owner_lock.h"
 #include "random.h"
@@ -74,6 +75,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("flock", Napi::Function::New(env, Flock, "flock"));
   exports.Set("flockWait", Napi::Function::New(env, FlockWait, "flockWait"));
   exports.Set("exitNow", Napi::Function::New(env, ExitNow, "exitNow"));
+  exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("constants", Constants(env));
   return exports;
 }

@@ -103,6 +103,8 @@ const common = {
   // CommonJS libraries (pino, prom-client) call require() for Node's built-ins.
   banner: { js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
   legalComments: 'none',
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
 };
 await build({

@@ -140,6 +140,7 @@ async function run(config: Config): Promise<number> {
     return 1;
   }
   daemon.updateReadiness();
+  daemon.memory.afterStart();
   log.info({ ready: daemon.readiness.report().ready }, 'started');
   return signalled;
 }

@@ -89,6 +89,8 @@ export interface InotifyAddon {
   flockWait(fd: number): Promise<void>;
   /** _exit(2): ends the process without Node's teardown (native/exit_now.h says why). */
   exitNow(code: number): never;
+  /** glibc's malloc_trim(0): free malloc memory back to the kernel (native/malloc_trim.h). */
+  mallocTrim(): boolean;
   constants: InotifyConstants;
 }
 

@@ -6,6 +6,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../../log.js';
 import type { Metrics } from './metrics.js';
 import type { ReadinessReport } from '../keepers/readiness.js';
+import { monotonicMs } from '../../monotonic-ms.js';
 
 export interface HealthSource {
   /** The watches are in place. */
@@ -35,7 +36,7 @@ export function escapeControl(text: string): string {
 
 export class HealthServer {
   private readonly server: Server;
-  private lastTick = performance.now();
+  private lastTick = monotonicMs();
   private lastStallAt = -Infinity;
   private lastStallMs = 0;
   private readonly ticker: NodeJS.Timeout;
@@ -66,7 +67,7 @@ export class HealthServer {
   }
 
   private tick(): void {
-    const now = performance.now();
+    const now = monotonicMs();
     const late = now - this.lastTick - TICK_MS;
     this.lastTick = now;
     if (late >= MAX_LOOP_STALL_MS) {
@@ -120,7 +121,7 @@ export class HealthServer {
     };
     if (url === '/healthz') {
       this.tick(); // a stall still going on when the probe is served counts too
-      const stalled = performance.now() - this.lastStallAt < STALL_REPORT_MS;
+      const stalled = monotonicMs() - this.lastStallAt < STALL_REPORT_MS;
       if (!this.source.alive()) send(503, 'not watching\n');
       else if (stalled) send(503, `event loop stalled for ${this.lastStallMs} ms\n`);
       else send(200, 'ok\n');

@@ -9,6 +9,8 @@
 // successful writes (each write after a backoff is reverted again at once, and that doubles the
 // backoff up to the cap), and one warning is logged per fight. A fight ends when reverts stop being
 // reactive, or after `calmMs` without one.
+import { monotonicMs } from '../../monotonic-ms.js';
+
 
 /** The likely cause of a fight and its fix, for the one warning per fight and for /readyz. */
 export const FIGHT_CAUSE =
@@ -48,7 +50,7 @@ export class FightDetector {
 
   constructor(
     readonly policy: FightPolicy = DEFAULT_FIGHT_POLICY,
-    private readonly now: () => number = () => performance.now(),
+    private readonly now: () => number = monotonicMs,
   ) {}
 
   private state(key: string): FileState {

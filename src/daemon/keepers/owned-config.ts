@@ -34,6 +34,7 @@ import { removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta, type MetaOutcome } from './owned-meta.js';
 import type { ConfigStatus } from './readiness.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
+import { monotonicMs } from '../../monotonic-ms.js';
 
 const KEY = 'owned';
 
@@ -62,7 +63,7 @@ export class OwnedConfig {
     private netDirOnDisk: string,
   ) {
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
-    this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, deps.now ?? (() => performance.now()));
+    this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, deps.now ?? monotonicMs);
     this.queue = new CoalescingQueue(
       () => this.sync().finally(() => deps.onPassDone?.()),
       (_key, error) => {

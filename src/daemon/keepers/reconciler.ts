@@ -30,6 +30,7 @@ import { ConfigStatuses, TRANSIENT_RETRY_MS } from './config-statuses.js';
 import { Records } from './records.js';
 import { Spares } from './spares.js';
 import { SymlinkTargets } from './symlink-targets.js';
+import { monotonicMs } from '../../monotonic-ms.js';
 
 export type ReconcilerDeps = KeeperDeps;
 
@@ -56,7 +57,7 @@ export class Reconciler {
     /** net.d on disk, as the watcher names it. */
     private netDirOnDisk: string,
   ) {
-    const now = deps.now ?? (() => performance.now());
+    const now = deps.now ?? monotonicMs;
     this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, now);
     this.gone = new GonePaths(this.fights.policy.calmMs, now);
     // A symlink target no link leads to any more is no config of ours: it goes like a removed one.

@@ -33,6 +33,7 @@ import { NodeScan } from './node-scan.js';
 import { Ownership } from './ownership.js';
 import { OwnershipRole } from './ownership-role.js';
 import { PhaseState, type Phase } from './phase.js';
+import { MemoryReturn } from './memory-return.js';
 import { teardown } from './teardown.js';
 
 export type { Phase } from './phase.js';
@@ -88,6 +89,8 @@ export class Daemon {
   /** Every symlink target we ever patched (host paths): a retargeted link leaves its old one chained. */
   private readonly patchedTargets = new Set<string>();
   private resyncTimer: NodeJS.Timeout | undefined;
+  /** Freed memory back to the kernel after start and after bursts (memory-return.ts). */
+  readonly memory = new MemoryReturn();
   private lastReady = false; // "not ready" while starting goes without saying
 
   constructor(
@@ -125,7 +128,10 @@ export class Daemon {
       binary,
       isActive: () => phase.maintaining,
       onTargetDir: (dir: string, used: boolean) => void this.targetDirs.update(dir, used),
-      onPassDone: onConditionChange,
+      onPassDone: () => {
+        this.memory.passDone();
+        this.updateReadiness();
+      },
       onTargetPatched: (hostPath: string) => this.patchedTargets.add(hostPath),
     };
     const netDirOnDisk = this.root.toDisk(config.netDir);
@@ -253,6 +259,7 @@ export class Daemon {
     // Unready from here on: the configs are about to be unchained.
     this.lifecycle.set('stopping');
     clearInterval(this.resyncTimer);
+    this.memory.dispose();
     this.router.dispose();
     this.role.dispose();
     this.scan.dispose();

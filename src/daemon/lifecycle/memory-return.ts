@@ -1,0 +1,51 @@
+// Gives the memory a burst of work freed back to the kernel (docs/performance.md, Memory). glibc keeps
+// freed malloc memory in its arenas, and raises its own thresholds after large frees (mallopt(3),
+// dynamic adjustment), so a storm's buffers would stay resident, and count in the pod's working set,
+// until the next one reuses them. Once at start and once after each burst of passes, when the node
+// has been quiet for a moment, the agent asks for it back (native/malloc_trim.h). Quiet first: trimming
+// in the middle of a storm would hand back pages the next file needs at once.
+import { mallocTrim } from '../../native/memory.js';
+
+/** Passes that make a burst worth a trim: a few configs changing is no burst. */
+const BURST_PASSES = 64;
+/** How long without a pass before the burst counts as over. */
+const QUIET_MS = 1_000;
+
+export class MemoryReturn {
+  private passesSinceTrim = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private lastPassAt = 0;
+
+  constructor(private readonly trim: () => boolean = mallocTrim) {}
+
+  /** Start is done: its transient allocations (the bundle's source read, the first scan) go back. */
+  afterStart(): void {
+    this.passesSinceTrim = 0;
+    this.trim();
+  }
+
+  /** One pass ended. (Called for every pass: one increment, and a timer once per burst.) */
+  passDone(): void {
+    this.passesSinceTrim++;
+    this.lastPassAt = Date.now();
+    if (this.passesSinceTrim < BURST_PASSES || this.timer !== undefined) return;
+    this.arm(QUIET_MS);
+  }
+
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(ms: number): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const quietFor = Date.now() - this.lastPassAt;
+      // Still busy: look again once it could have been quiet long enough.
+      if (quietFor < QUIET_MS) return this.arm(QUIET_MS - quietFor);
+      this.passesSinceTrim = 0;
+      this.trim();
+    }, ms);
+    this.timer.unref();
+  }
+}
