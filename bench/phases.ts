@@ -42,7 +42,7 @@ export interface Storm {
 }
 
 /** The writer renames `names` in as fast as it can; the agent patches them all. */
-async function storm(floor: Floor, agent: Agent, observer: Observer, netDir: string, names: string[]): Promise<Storm> {
+export async function storm(floor: Floor, agent: Agent, observer: Observer, netDir: string, names: string[]): Promise<Storm> {
   const cpu0 = agent.cpuByThread();
   const renamed = await floor.write({ dir: netDir, names, intervalMs: 0 });
   const landing = (n: string) => observer.landingAfter(n, renamed.get(n)!.before);
