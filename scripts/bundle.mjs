@@ -103,8 +103,13 @@ const common = {
   // CommonJS libraries (pino, prom-client) call require() for Node's built-ins.
   banner: { js: "import { createRequire as __createRequire } from 'node:module';\nconst require = __createRequire(import.meta.url);" },
   legalComments: 'none',
-  minifyWhitespace: true,
-  minifySyntax: true,
+  // Minified (400 -> 180 KB): V8 keeps a script's whole source in the heap for as long as the script
+  // lives, so every byte here is anonymous memory of the pod (RssAnon 1 s after start -0.45 MiB,
+  // interleaved starts). Stack traces are decoded with the map written beside the bundle, which
+  // nothing loads at run time: `node --enable-source-maps dist/cni-chainer.mjs` when debugging.
+  minify: true,
+  sourcemap: 'linked',
+  sourcesContent: false,
   logLevel: 'warning',
 };
 await build({

@@ -7,7 +7,7 @@ describe('MemoryReturn', () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
-  it('trims once at start, and once after a burst of passes has been quiet for a second', () => {
+  it('trims once at start, and once after a burst of passes has been quiet for 250 ms', () => {
     const trims: number[] = [];
     const memory = new MemoryReturn(() => trims.push(Date.now()) > 0);
     memory.afterStart();
@@ -23,7 +23,7 @@ describe('MemoryReturn', () => {
     }
     expect(trims).toHaveLength(1);
     // The last pass was 2 ms ago.
-    vi.advanceTimersByTime(997);
+    vi.advanceTimersByTime(247);
     expect(trims).toHaveLength(1);
     vi.advanceTimersByTime(2);
     expect(trims).toHaveLength(2);

@@ -2,14 +2,14 @@
 // freed malloc memory in its arenas, and raises its own thresholds after large frees (mallopt(3),
 // dynamic adjustment), so a storm's buffers would stay resident, and count in the pod's working set,
 // until the next one reuses them. Once at start and once after each burst of passes, when the node
-// has been quiet for a moment, the agent asks for it back (native/malloc_trim.h). Quiet first: trimming
+// has been quiet for a moment (250 ms), the agent asks for it back (native/malloc_trim.h). Quiet first: trimming
 // in the middle of a storm would hand back pages the next file needs at once.
 import { mallocTrim } from '../../native/memory.js';
 
 /** Passes that make a burst worth a trim: a few configs changing is no burst. */
 const BURST_PASSES = 64;
-/** How long without a pass before the burst counts as over. */
-const QUIET_MS = 1_000;
+/** How long without a pass before the burst counts as over: a storm's passes come microseconds apart. */
+const QUIET_MS = 250;
 
 export class MemoryReturn {
   private passesSinceTrim = 0;
