@@ -9,7 +9,11 @@ describe('MemoryReturn', () => {
 
   it('trims once at start, and once after a burst of passes has been quiet for 250 ms', () => {
     const trims: number[] = [];
-    const memory = new MemoryReturn(() => trims.push(Date.now()) > 0);
+    let collections = 0;
+    const memory = new MemoryReturn(
+      () => trims.push(Date.now()) > 0,
+      () => void collections++,
+    );
     memory.afterStart();
     expect(trims).toHaveLength(1);
     // A few changes are no burst: nothing more, however long.
@@ -27,13 +31,18 @@ describe('MemoryReturn', () => {
     expect(trims).toHaveLength(1);
     vi.advanceTimersByTime(2);
     expect(trims).toHaveLength(2);
+    // V8's heap is collected after a burst, never at start.
+    expect(collections).toBe(1);
     vi.advanceTimersByTime(10_000);
     expect(trims).toHaveLength(2);
   });
 
   it('trims nothing once disposed', () => {
     let trims = 0;
-    const memory = new MemoryReturn(() => ++trims > 0);
+    const memory = new MemoryReturn(
+      () => ++trims > 0,
+      () => {},
+    );
     for (let i = 0; i < 100; i++) memory.passDone();
     memory.dispose();
     vi.advanceTimersByTime(5_000);
