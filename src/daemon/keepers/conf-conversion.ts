@@ -53,13 +53,13 @@ export async function convertConf(
   owner: { mode: number; uid: number; gid: number; xattrs: Array<[string, Buffer]> },
 ): Promise<void> {
   const existing = readEntry(netDir, destName, keeper.deps.config.maxConfigBytes);
+  const destKey = path.join(netDir.disk, destName);
   // A parked link is the durable mark of our conversion: its conflist is ours, after a restart too.
   const parked = parkedLinkOriginal(name) !== undefined;
   let expect: Buffer | undefined;
   if (existing.kind !== 'missing') {
     if (parked && existing.kind === 'file' && existing.bytes.equals(text)) return; // already follows the target
-    const destRecord = keeper.records.file(path.join(netDir.disk, destName));
-    const ours = existing.kind === 'file' && (parked || (destRecord?.madeFromConf === true && keeper.records.holdsOurWrite(path.join(netDir.disk, destName), sha256(existing.bytes))));
+    const ours = existing.kind === 'file' && (parked || (keeper.records.file(destKey)?.madeFromConf === true && keeper.records.holdsOurWrite(destKey, sha256(existing.bytes))));
     if (!ours) {
       keeper.statuses.problem(name, 'conflict', `${destName} exists too: not converting ${name} over it`);
       return;
@@ -72,7 +72,7 @@ export async function convertConf(
     keeper.statuses.retryLater(name, TRANSIENT_RETRY_MS);
     return;
   }
-  keeper.records.wrote(path.join(netDir.disk, destName), sha256(text), true);
+  keeper.records.wrote(destKey, sha256(text), true);
   keeper.deps.metrics.patches.inc();
   if (parked) {
     keeper.deps.log.info({ file: destName, link: parkedLinkOriginal(name) }, 'the conflist follows the target of a converted .conf link');

@@ -27,6 +27,7 @@ import { Reconciler } from '../keepers/reconciler.js';
 import { TargetDirWatches } from '../keepers/target-dir-watches.js';
 import { Chores } from '../node/chores.js';
 import { PluginBinary } from '../node/plugin-binary.js';
+import type { ControllerDeps } from './controller-deps.js';
 import { EventRouter } from './event-router.js';
 import { NetDirWatch } from './net-dir-watch.js';
 import { NodeScan } from './node-scan.js';
@@ -80,6 +81,7 @@ export class Daemon {
   /** Keeps the configs chained: in place (Reconciler) or through the agent's own file (OwnedConfig). */
   private readonly keeper: ConfigKeeper;
   private readonly ownership: Ownership;
+  private readonly kubeconfig: KubeconfigFile;
   private readonly role: OwnershipRole;
   private readonly chores: Chores;
   private readonly scan: NodeScan;
@@ -107,6 +109,7 @@ export class Daemon {
     const phase = this.phaseState;
     const netDirArmed = (): boolean => this.netDir.armed;
     this.ownership = new Ownership(this.root, config.netDir);
+    this.kubeconfig = new KubeconfigFile(config, this.root);
     const binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type);
     this.watcher = createWatcher(
       config.backend,
@@ -136,9 +139,9 @@ export class Daemon {
     };
     const netDirOnDisk = this.root.toDisk(config.netDir);
     this.keeper = config.mode === 'owned' ? new OwnedConfig(deps, netDirOnDisk) : new Reconciler(deps, netDirOnDisk);
-    const common = { config, root: this.root, log, metrics, readiness: this.readiness, phase, netDirArmed, onConditionChange };
+    const common: ControllerDeps = { config, root: this.root, log, metrics, readiness: this.readiness, phase, netDirArmed, onConditionChange };
     this.scan = new NodeScan({ ...common, pluginType: plugin.type, keeper: this.keeper });
-    this.chores = new Chores({ ...common, kubeconfig: new KubeconfigFile(config, this.root), binary, onBinaryBack: () => this.scan.rescan('binary') });
+    this.chores = new Chores({ ...common, kubeconfig: this.kubeconfig, binary, onBinaryBack: () => this.scan.rescan('binary') });
     this.role = new OwnershipRole({
       ownership: this.ownership,
       phase,
@@ -204,7 +207,7 @@ export class Daemon {
   private async install(): Promise<void> {
     // 1. Configuration the environment check cannot see: a token without KUBERNETES_SERVICE_HOST.
     await this.step('1. check the kubeconfig inputs', () => {
-      new KubeconfigFile(this.config, this.root).render();
+      this.kubeconfig.render();
       if (!this.root.kernelConfined) {
         this.log.warn('openat2 is not available (Linux before 5.6): symlinks are resolved inside the host root in userland, which a concurrent directory swap can race');
       }

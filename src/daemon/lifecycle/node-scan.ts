@@ -3,31 +3,19 @@
 // instances stranded. A scan that cannot list net.d (EMFILE, EACCES, EIO) is a named readiness
 // condition and is tried again soon, never a crash: it runs from timers, where a throw would end the
 // process.
-import type { Config } from '../../config.js';
 import { withDirSync } from '../../fs/dir.js';
 import { errnoCode, isMissing } from '../../fs/errno.js';
-import type { HostRoot } from '../../fs/host-root.js';
-import type { Logger } from '../../log.js';
-import type { Metrics } from '../http/metrics.js';
 import type { ConfigKeeper } from '../keepers/config-keeper.js';
-import type { Condition, Readiness } from '../keepers/readiness.js';
-import type { PhaseState } from './phase.js';
+import type { Condition } from '../keepers/readiness.js';
+import type { ControllerDeps } from './controller-deps.js';
 import { sweepTemps } from './temp-sweep.js';
 
 // (docs/design.md, Readiness: EMFILE is retried, never fatal.)
 const SCAN_RETRY_MS = 2_000;
 
-export interface NodeScanDeps {
-  config: Config;
+export interface NodeScanDeps extends ControllerDeps {
   pluginType: string;
-  root: HostRoot;
-  log: Logger;
-  metrics: Metrics;
-  readiness: Readiness;
-  phase: PhaseState;
   keeper: ConfigKeeper;
-  netDirArmed: () => boolean;
-  onConditionChange: () => void;
 }
 
 export class NodeScan {

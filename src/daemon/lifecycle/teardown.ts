@@ -30,8 +30,6 @@ export interface TeardownResult {
   failed: string[];
   kubeconfigRemoved: boolean;
   binariesRemoved: string[];
-  /** Set when removing the binaries failed (every config is unchained: the node works). */
-  binariesError?: Error;
 }
 
 export async function teardown(root: HostRoot, config: Config, pluginType: string, log: Logger, options: TeardownOptions): Promise<TeardownResult> {
@@ -50,21 +48,19 @@ export async function teardown(root: HostRoot, config: Config, pluginType: strin
   const kubeconfigRemoved = await new KubeconfigFile(config, root).remove();
   if (kubeconfigRemoved) log.info({ file: config.kubeconfigName }, 'removed kubeconfig');
   let binariesRemoved: string[] = [];
-  let binariesError: Error | undefined;
   try {
     binariesRemoved = await removeBinaries(root, config.binDir, options.binaries);
     log.info({ binaries: binariesRemoved }, 'removed plugin binaries');
   } catch (err) {
     // No config names the plugin any more: a binary left behind breaks nothing, but is reported.
-    binariesError = err as Error;
-    log.warn({ err: binariesError.message }, 'cannot remove the plugin binaries');
+    log.warn({ err: (err as Error).message }, 'cannot remove the plugin binaries');
   }
   options.releaseOwnership();
-  return { unpatched, failed, kubeconfigRemoved, binariesRemoved, binariesError };
+  return { unpatched, failed, kubeconfigRemoved, binariesRemoved };
 }
 
 /** Removes the owned config files of CNI_PATCH_MODE=owned; the names removed. */
-export function removeOwnedConfig(root: HostRoot, config: Config, pluginType: string): string[] {
+function removeOwnedConfig(root: HostRoot, config: Config, pluginType: string): string[] {
   try {
     return withDirSync(root.openDir(config.netDir), (dir) => removeOwnedCopies(dir, config.ownedConfigName, pluginType, config.maxConfigBytes));
   } catch (err) {

@@ -5,34 +5,22 @@
 // plugin cannot run without its binary, nor reach the API without its kubeconfig, so a chore that
 // fails keeps its readiness condition failing (as `check` says NOT chained without the binary) until
 // one succeeds: the next event or resync tries again.
-import type { Config } from '../../config.js';
 import { errnoCode } from '../../fs/errno.js';
-import type { HostRoot } from '../../fs/host-root.js';
 import type { KubeconfigFile } from '../../kube/kubeconfig-file.js';
-import type { Logger } from '../../log.js';
-import type { Metrics } from '../http/metrics.js';
 import { CoalescingQueue } from '../keepers/coalescing-queue.js';
-import type { Condition, Readiness } from '../keepers/readiness.js';
-import type { PhaseState } from '../lifecycle/phase.js';
+import type { Condition } from '../keepers/readiness.js';
+import type { ControllerDeps } from '../lifecycle/controller-deps.js';
 import { installBinaries } from './binaries.js';
 import type { PluginBinary } from './plugin-binary.js';
 
 type Chore = 'kubeconfig' | 'binaries';
 
-export interface ChoresDeps {
-  config: Config;
-  root: HostRoot;
-  log: Logger;
-  metrics: Metrics;
-  readiness: Readiness;
-  phase: PhaseState;
+export interface ChoresDeps extends ControllerDeps {
+  /** Written only while net.d is watched (netDirArmed): it lives there. */
   kubeconfig: KubeconfigFile;
   binary: PluginBinary;
-  /** True while net.d is watched: the kubeconfig lives there. */
-  netDirArmed: () => boolean;
   /** The plugin binary is back: configs refused meanwhile get a pass. */
   onBinaryBack: () => void;
-  onConditionChange: () => void;
 }
 
 export class Chores {
