@@ -1,5 +1,6 @@
 // The bench's report: every figure of the agent next to the physical floor and the reference agent
 // of the same run, and the targets of the performance issue as ratios and differences within it.
+import type { StartScaling } from './start-scaling.js';
 import { cpus } from 'node:os';
 import { readFileSync } from 'node:fs';
 import type { Memory } from './agent.js';
@@ -22,6 +23,7 @@ export interface RunResult {
   disks: DiskResult[];
   watchers: Record<string, Summary>;
   start: { bareMs: number; agentMs: number; referenceMs: number };
+  scaling: StartScaling;
   /** A bare Node with node:http listening, 1 s after start: the memory baseline. */
   bareNode: Memory;
   idleCpuS: number;
@@ -56,6 +58,8 @@ export function targets(run: RunResult): Target[] {
   }
   const neverPatched = run.disks.flatMap((d) => d.backends.filter((b) => b.backend === 'native')).reduce((a, b) => a + b.storm.missed + b.paced.missed, 0);
   out.push({ what: 'native backend: files never patched, all runs', measured: String(neverPatched), target: '0', pass: neverPatched === 0 });
+  const [small, large] = run.scaling.sizes;
+  out.push({ what: `start with ${small!.configs} / ${large!.configs} configs (10% .conf): exec → all chained`, measured: `${f(large!.ms, 0)} / ${f(small!.ms, 0)} ms = ${f(run.scaling.ratio, 2)}x`, target: '<= 2.2x', pass: run.scaling.ratio <= 2.2 });
   const startExtra = run.start.agentMs - run.start.bareMs;
   out.push({ what: "start: exec → first config patched, minus a bare node -e ''", measured: `${f(run.start.agentMs, 0)} - ${f(run.start.bareMs, 0)} = ${f(startExtra, 0)} ms`, target: '<= 40 ms', pass: startExtra <= 40 });
   out.push({ what: `idle CPU over ${IDLE_S} s`, measured: `${f(run.idleCpuS, 3)} s`, target: '~0', pass: run.idleCpuS <= 0.05 });

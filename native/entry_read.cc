@@ -83,8 +83,18 @@ Napi::Value ReadEntryAt(const Napi::CallbackInfo& info) {
     out.Set("size", Napi::Number::New(env, static_cast<double>(length)));
     return out;
   }
+  if (withXattrs) {
+    bool over = false;
+    Napi::Array xattrs = ReadXattrs(env, fd.get(), &over);
+    if (over) {
+      // Not copied faithfully, so never rewritten: reported like an oversized file.
+      out.Set("kind", Napi::String::New(env, "too-large"));
+      out.Set("xattrsOver", Napi::Boolean::New(env, true));
+      return out;
+    }
+    out.Set("xattrs", xattrs);
+  }
   out.Set("bytes", buffer);
   out.Set("length", Napi::Number::New(env, static_cast<double>(length)));
-  if (withXattrs) out.Set("xattrs", ReadXattrs(env, fd.get()));
   return out;
 }

@@ -68,10 +68,16 @@ Napi::Value Readlinkat(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), buf.data(), static_cast<size_t>(n));
 }
 
-Napi::Value Xattrs(const Napi::CallbackInfo& info) { return ReadXattrs(info.Env(), IntArg(info, 0, "fd")); }
+Napi::Value Xattrs(const Napi::CallbackInfo& info) {
+  bool over = false;
+  Napi::Array result = ReadXattrs(info.Env(), IntArg(info, 0, "fd"), &over);
+  if (over) throw ErrnoError(info.Env(), E2BIG, "flistxattr", "");
+  return result;
+}
 
-Napi::Array ReadXattrs(Napi::Env env, int fd) {
+Napi::Array ReadXattrs(Napi::Env env, int fd, bool* over) {
   Napi::Array result = Napi::Array::New(env);
+  *over = false;
   // The list can grow between the size query and the read (ERANGE): ask again.
   std::vector<char> names;
   for (;;) {
@@ -87,6 +93,13 @@ Napi::Array ReadXattrs(Napi::Env env, int fd) {
       break;
     }
     if (errno != ERANGE) throw ErrnoError(env, errno, "flistxattr", "");
+  }
+  // Names and values together are bounded (kMaxXattrBytes): one file with hundreds of 64 KiB values
+  // would otherwise be held whole, and copied whole, at every read.
+  size_t total = names.size();
+  if (total > kMaxXattrBytes) {
+    *over = true;
+    return Napi::Array::New(env);
   }
   uint32_t index = 0;
   for (size_t at = 0; at < names.size();) {
@@ -107,6 +120,11 @@ Napi::Array ReadXattrs(Napi::Env env, int fd) {
       if (errno != ERANGE) break;
     }
     if (!read) continue;
+    total += value.size();
+    if (total > kMaxXattrBytes) {
+      *over = true;
+      return Napi::Array::New(env);
+    }
     Napi::Array pair = Napi::Array::New(env, 2);
     pair.Set(0u, Napi::String::New(env, name));
     pair.Set(1u, Napi::Buffer<char>::Copy(env, value.data(), value.size()));

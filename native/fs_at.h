@@ -12,7 +12,7 @@
 //   unlinkat(dirfd, path, flags)
 //   symlinkat(target, dirfd, path)
 //   readlinkat(dirfd, path) -> string
-//   xattrs(fd) -> Array<[name, Buffer]>            (flistxattr + fgetxattr)
+//   xattrs(fd) -> Array<[name, Buffer]>            (flistxattr + fgetxattr; E2BIG past kMaxXattrBytes)
 //   fsetxattr(fd, name, value: Buffer)
 Napi::Value Openat2(const Napi::CallbackInfo& info);
 Napi::Value Renameat2(const Napi::CallbackInfo& info);
@@ -20,6 +20,9 @@ Napi::Value Unlinkat(const Napi::CallbackInfo& info);
 Napi::Value Symlinkat(const Napi::CallbackInfo& info);
 Napi::Value Readlinkat(const Napi::CallbackInfo& info);
 Napi::Value Xattrs(const Napi::CallbackInfo& info);
-// The same for callers in C++ (entry_read.cc, entry_replace.cc).
-Napi::Array ReadXattrs(Napi::Env env, int fd);
+// Names and values of one file's xattrs together: what the agent reads and copies at most. Real
+// files carry a SELinux label and an ACL, some 100 bytes; the kernel allows 64 KiB per value.
+constexpr size_t kMaxXattrBytes = 64 * 1024;
+// The same for callers in C++ (entry_read.cc): `*over` is set, and nothing returned, past the bound.
+Napi::Array ReadXattrs(Napi::Env env, int fd, bool* over);
 Napi::Value Fsetxattr(const Napi::CallbackInfo& info);

@@ -3,6 +3,7 @@
 #include <sys/file.h>
 
 #include <cerrno>
+#include <thread>
 
 #include "args.h"
 #include "errors.h"
@@ -21,40 +22,44 @@ Napi::Value Flock(const Napi::CallbackInfo& info) {
 
 namespace {
 
-// One blocking flock on a pool thread. It cannot be cancelled once it runs (neither can the syscall):
-// the caller keeps it for a standby instance only, which does no pool work of its own, and the process
-// ends with _exit (native/exit_now.h), which does not wait for pool threads.
-class LockWait : public Napi::AsyncWorker {
- public:
-  LockWait(Napi::Env env, int fd)
-      : Napi::AsyncWorker(env, "cni-chainer:flockWait"), deferred_(Napi::Promise::Deferred::New(env)), fd_(fd) {}
-
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
-  void Execute() override {
-    int rc;
-    do {
-      rc = flock(fd_, LOCK_SH);
-    } while (rc != 0 && errno == EINTR);
-    err_ = rc == 0 ? 0 : errno;
-  }
-
-  void OnOK() override {
-    if (err_ == 0) deferred_.Resolve(Env().Undefined());
-    else deferred_.Reject(ErrnoError(Env(), err_, "flock", "", "").Value());
-  }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  int fd_;
-  int err_ = 0;
+// One blocking flock on a thread of its own, never on libuv's pool: a standby may wait on several
+// owner files in turn (each replaced while its holder lives), and a wait cannot be cancelled once the
+// syscall runs. On the pool, enough of them would leave no thread for the agent's file I/O. A
+// detached thread that stays blocked costs a stack and nothing else; the process ends with _exit
+// (native/exit_now.h), which does not wait for it. The result comes back to the loop through a
+// thread-safe function that does not keep the loop alive.
+struct LockWait {
+  Napi::Promise::Deferred deferred;
+  int err = 0;
 };
+
+void Settle(Napi::Env env, Napi::Function, std::nullptr_t*, LockWait* wait) {
+  if (env != nullptr) {
+    if (wait->err == 0) wait->deferred.Resolve(env.Undefined());
+    else wait->deferred.Reject(ErrnoError(env, wait->err, "flock", "", "").Value());
+  }
+  delete wait;
+}
+
+using LockWaitDone = Napi::TypedThreadSafeFunction<std::nullptr_t, LockWait, Settle>;
 
 }  // namespace
 
 Napi::Value FlockWait(const Napi::CallbackInfo& info) {
-  auto* worker = new LockWait(info.Env(), IntArg(info, 0, "fd"));
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
+  Napi::Env env = info.Env();
+  const int fd = IntArg(info, 0, "fd");
+  auto* wait = new LockWait{Napi::Promise::Deferred::New(env)};
+  Napi::Promise promise = wait->deferred.Promise();
+  LockWaitDone done = LockWaitDone::New(env, "cni-chainer:flockWait", 0, 1);
+  done.Unref(env);
+  std::thread([done, fd, wait]() mutable {
+    int rc;
+    do {
+      rc = flock(fd, LOCK_SH);
+    } while (rc != 0 && errno == EINTR);
+    wait->err = rc == 0 ? 0 : errno;
+    done.BlockingCall(wait);
+    done.Release();
+  }).detach();
   return promise;
 }

@@ -8,7 +8,7 @@
 // closes). A liveness signal that needs no periodic write in net.d.
 //
 //   flock(fd, exclusive: boolean) -> boolean   (LOCK_NB: false when another description holds it)
-//   flockWait(fd) -> Promise<void>             (blocking LOCK_SH on libuv's pool: settles once the
-//                                               holder is gone)
+//   flockWait(fd) -> Promise<void>             (blocking LOCK_SH on a thread of its own, never the
+//                                               pool: settles once the holder is gone)
 Napi::Value Flock(const Napi::CallbackInfo& info);
 Napi::Value FlockWait(const Napi::CallbackInfo& info);

@@ -5,7 +5,6 @@ import { statSync } from 'node:fs';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
 import { HostRoot } from './fs/host-root.js';
 import { exitNow } from './native/exit.js';
-import type { HealthPort } from './daemon/http/health-port.js';
 import { createLogger } from './log.js';
 import { optimizeHeapForSize } from './memory-flags.js';
 import { VERSION } from './version.js';
@@ -61,7 +60,7 @@ async function run(config: Config): Promise<number> {
   const metrics = new Metrics(VERSION, config.backend);
   const daemon = new Daemon(config, plugin, log, metrics);
   log.info({ version: VERSION, instance: daemon.instance, backend: config.backend, netDir: config.netDir, hostRoot: config.hostRoot }, 'starting');
-  let health: HealthPort | undefined;
+  let health: { close(): Promise<void> } | undefined;
 
   // One stop, whatever signals arrive: the first starts the cleanup, the others are logged. The
   // deadline comes from SHUTDOWN_TIMEOUT_S, set below the pod's terminationGracePeriodSeconds.
@@ -110,17 +109,22 @@ async function run(config: Config): Promise<number> {
   if (scanning && config.healthPort !== 0 && stopping === undefined) {
     const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/http/health-server.js'), import('./daemon/http/health-port.js')]);
     const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics, log);
-    const port = new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceMayHoldPort());
-    health = port;
-    daemon.onRoleChange = (role) => void (role === 'passive' ? port.release() : port.reclaim());
+    const ports = [new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceMayHoldPort(), 'HEALTH_PORT')];
+    if (config.metricsPort !== 0) {
+      const metricsServer = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics, log, undefined, 'metrics');
+      ports.push(new HealthPort(metricsServer, config.metricsPort, config.metricsHost, log, () => daemon.anotherInstanceMayHoldPort(), 'METRICS_PORT'));
+    }
+    health = { close: () => Promise.all(ports.map((p) => p.close())).then(() => {}) };
+    daemon.onRoleChange = (role) => void Promise.all(ports.map((p) => (role === 'passive' ? p.release() : p.reclaim())));
+    let starting = ports[0]!;
     try {
-      await port.start();
-      // A newer instance took the node over while this one was starting: the port is its.
-      if (daemon.phase === 'passive') await port.release();
+      for (starting of ports) await starting.start();
+      // A newer instance took the node over while this one was starting: the ports are its.
+      if (daemon.phase === 'passive') await Promise.all(ports.map((p) => p.release()));
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      process.stderr.write(`cni-chainer: HEALTH_PORT: cannot listen on ${config.healthHost} port ${config.healthPort}: ${code ?? (err as Error).message}\n`);
-      await port.close();
+      process.stderr.write(`cni-chainer: ${starting.variable}: cannot listen on ${starting.host} port ${starting.port}: ${code ?? (err as Error).message}\n`);
+      await health.close();
       // What the start did meanwhile is undone as at SIGTERM: no node is left half-installed.
       await startup.catch(() => {});
       await daemon.stop();

@@ -71,6 +71,12 @@ const boolean = z.pipe(
   z.transform((s) => s === 'true'),
 );
 
+// Kubernetes' names (apimachinery validation): a DNS-1123 subdomain, a label, a qualified taint key.
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const TAINT_KEY = /^((?=.{1,253}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+export const DEFAULT_TAINT_KEY = 'cni-chainer.io/agent-not-ready';
+
 const envSchema = z.object({
   CONTAINER_MOUNT_PREFIX: withDefault(absolutePath, '/host'),
   DEST_CNI_NET_DIR: withDefault(absolutePath, '/etc/cni/net.d'),
@@ -108,7 +114,13 @@ const envSchema = z.object({
   ),
   LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { message: `expected one of ${LOG_LEVELS.join(', ')}` }), 'info'),
   HEALTH_PORT: withDefault(integer(0, 65535), '9190'),
-  HEALTH_BIND: withDefault(address, '::'),
+  // Loopback: the kubelet probes from the host (the probes say `host: 127.0.0.1`), and nothing on the
+  // cluster network can reach the port to crowd out its connections (docs/design.md, Probes).
+  HEALTH_BIND: withDefault(address, '127.0.0.1'),
+  // /metrics for a scraper on the cluster network: a server of its own, so that a flood there never
+  // reaches the probes. Off (0) unless set.
+  METRICS_PORT: withDefault(integer(0, 65535), '0'),
+  METRICS_BIND: withDefault(address, '::'),
   RESYNC_INTERVAL_S: withDefault(integer(0, 86_400), '60'),
   WATCH_BACKEND: withDefault(z.enum(['native', 'parcel'], { message: 'expected native or parcel' }), 'native'),
   CNI_PATCH_SCOPE: withDefault(z.enum(['all', 'primary'], { message: 'expected all or primary' }), 'all'),
@@ -118,6 +130,14 @@ const envSchema = z.object({
   LOG_FORMAT: withDefault(z.enum(['json', 'text'], { message: 'expected json or text' }), 'json'),
   CNI_PATCH_MODE: withDefault(z.enum(['in-place', 'owned'], { message: 'expected in-place or owned' }), 'in-place'),
   CNI_OWNED_CONFIG_NAME: optional(fileName('expected a file name without "/"')),
+  // What SIGTERM does (docs/design.md, Stop): `auto` asks the API server whether the DaemonSet is going.
+  CLEANUP_ON_STOP: withDefault(z.enum(['auto', 'always', 'never'], { message: 'expected auto, always or never' }), 'auto'),
+  // The downward API's names of this pod and its node (deploy/base/daemonset.yaml).
+  POD_NAME: optional(z.string().check(z.regex(DNS_SUBDOMAIN, 'expected a pod name (a DNS subdomain)'))),
+  POD_NAMESPACE: optional(z.string().check(z.regex(DNS_LABEL, 'expected a namespace name (a DNS label)'))),
+  NODE_NAME: optional(z.string().check(z.regex(DNS_SUBDOMAIN, 'expected a node name (a DNS subdomain)'))),
+  // The startup taint the agent removes from its node once the chain exists (node gating).
+  NODE_TAINT_KEY: withDefault(z.string().check(z.regex(TAINT_KEY, 'expected a taint key: an optional DNS-subdomain prefix and "/", then a name of up to 63 characters')), DEFAULT_TAINT_KEY),
 });
 
 /** Every variable the daemon reads; deploy/daemonset.yaml may set no other. */
@@ -154,8 +174,17 @@ export interface Config {
    * from the primary's name (cni/names.ts ownedNameFor), so that it sorts right before the primary.
    */
   ownedConfigName: string | undefined;
-  /** The health server's address: `::` is dual-stack (IPv4 too), for IPv4, IPv6 and dual-stack clusters. */
+  /** The health server's address: loopback by default, where only the node itself reaches it. */
   healthHost: string;
+  /** /metrics alone, for scrapers on the cluster network; 0 = off. */
+  metricsPort: number;
+  /** `::` is dual-stack (IPv4 too), for IPv4, IPv6 and dual-stack clusters. */
+  metricsHost: string;
+  cleanupOnStop: 'auto' | 'always' | 'never';
+  /** This pod and its node, as the downward API names them; undefined outside Kubernetes. */
+  pod: { name: string; namespace: string } | undefined;
+  nodeName: string | undefined;
+  taintKey: string;
 }
 
 export class ConfigError extends Error {
@@ -220,9 +249,20 @@ function harmfulValues(env: Env): string[] {
     problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} must sort after ${MULTUS_CONFIG} (Multus takes the first other config as its default network)`);
   }
   if (owned === kubeconfig) problems.push(`CNI_OWNED_CONFIG_NAME: ${JSON.stringify(owned)} is also KUBECONFIG_FILE_NAME`);
+  if (env.METRICS_PORT !== 0 && env.METRICS_PORT === env.HEALTH_PORT) problems.push(`METRICS_PORT: ${env.METRICS_PORT} is also HEALTH_PORT: the metrics server needs a port of its own`);
   if (path.posix.normalize(env.DEST_CNI_NET_DIR) === '/') problems.push('DEST_CNI_NET_DIR: must not be the root directory');
   if (path.posix.normalize(env.DEST_CNI_BIN_DIR) === '/') problems.push('DEST_CNI_BIN_DIR: must not be the root directory');
   return problems;
+}
+
+/** The namespace the service-account mount names (every pod's mount has it). */
+function readNamespace(serviceAccountDir: string): string | undefined {
+  try {
+    const ns = readFileSync(path.join(serviceAccountDir, 'namespace'), 'utf8').trim();
+    return DNS_LABEL.test(ns) ? ns : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Validates the environment; throws ConfigError listing every problem. */
@@ -266,6 +306,12 @@ export function loadConfig(environment: NodeJS.ProcessEnv): Config {
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_S * 1000,
     logFormat: env.LOG_FORMAT,
     healthHost: env.HEALTH_BIND,
+    metricsPort: env.METRICS_PORT,
+    metricsHost: env.METRICS_BIND,
+    cleanupOnStop: env.CLEANUP_ON_STOP,
+    pod: env.POD_NAME === undefined ? undefined : { name: env.POD_NAME, namespace: env.POD_NAMESPACE ?? readNamespace(env.SERVICEACCOUNT_PATH) ?? 'default' },
+    nodeName: env.NODE_NAME,
+    taintKey: env.NODE_TAINT_KEY,
     mode: env.CNI_PATCH_MODE,
     ownedConfigName: env.CNI_OWNED_CONFIG_NAME,
   };

@@ -70,7 +70,9 @@ describe('loadConfig', () => {
     for (const host of ['10.96.0.1', 'fd00::1', '::1', 'kubernetes.default.svc', 'api-1.example.com.', 'localhost']) {
       expect(loadConfig({ KUBERNETES_SERVICE_HOST: host }).kubernetes.host).toBe(host);
     }
-    expect(loadConfig({}).healthHost).toBe('::');
+    // Loopback by default: only the node itself reaches the probes.
+    expect(loadConfig({}).healthHost).toBe('127.0.0.1');
+    expect(loadConfig({}).metricsHost).toBe('::');
     for (const bind of ['0.0.0.0', '127.0.0.1', '::1', 'fd00::10']) expect(loadConfig({ HEALTH_BIND: bind }).healthHost).toBe(bind);
   });
 
@@ -152,7 +154,7 @@ describe('loadConfig', () => {
 
   it('knows every variable the README documents', () => {
     expect(ENV_NAMES).toEqual(
-      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT', 'CNI_PATCH_MODE', 'CNI_OWNED_CONFIG_NAME', 'HEALTH_BIND']),
+      expect.arrayContaining(['CONTAINER_MOUNT_PREFIX', 'DEST_CNI_NET_DIR', 'DEST_CNI_BIN_DIR', 'CONTAINER_CNI_BIN_DIR', 'CNI_NETWORK_CONFIG', 'CNI_NETWORK_CONFIG_FILE', 'KUBECONFIG_FILE_NAME', 'KUBECONFIG_MODE', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'KUBERNETES_SERVICE_PROTOCOL', 'KUBE_CA_FILE', 'SKIP_TLS_VERIFY', 'SERVICEACCOUNT_PATH', 'CNI_CONF_SUFFIXES', 'LOG_LEVEL', 'HEALTH_PORT', 'RESYNC_INTERVAL_S', 'WATCH_BACKEND', 'CNI_PATCH_SCOPE', 'MAX_CONFIG_BYTES', 'SHUTDOWN_TIMEOUT_S', 'LOG_FORMAT', 'CNI_PATCH_MODE', 'CNI_OWNED_CONFIG_NAME', 'HEALTH_BIND', 'METRICS_PORT', 'METRICS_BIND', 'CLEANUP_ON_STOP', 'POD_NAME', 'POD_NAMESPACE', 'NODE_NAME', 'NODE_TAINT_KEY']),
     );
   });
 });

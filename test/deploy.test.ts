@@ -106,12 +106,12 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
     const daemonSet = byKind('DaemonSet');
     const pod = daemonSet?.spec.template.spec;
     const container = pod?.containers[0];
-    type EnvVar = { name: string; value?: string; valueFrom?: { configMapKeyRef: { name: string; key: string } } };
+    type EnvVar = { name: string; value?: string; valueFrom?: { configMapKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } } };
     const env = (container?.env ?? []) as EnvVar[];
     const value = (name: string) => env.find((e) => e.name === name)?.value;
 
-    it('builds the namespace, account, RBAC, config map and DaemonSet, each valid against the OpenAPI schema', async () => {
-      expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'Namespace', 'ResourceQuota', 'ServiceAccount']);
+    it('builds the namespace, account, RBAC, node-taint policy, config map and DaemonSet, each valid against the OpenAPI schema', async () => {
+      expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet', 'Namespace', 'ResourceQuota', 'Role', 'RoleBinding', 'ServiceAccount', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
       for (const object of objects) await validateSchema(object);
       // The validator is strict enough to matter: a wrong type is refused.
       const broken = structuredClone(daemonSet);
@@ -122,10 +122,14 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
     it('sets only variables the agent knows, with values its schema accepts', () => {
       for (const { name } of env) expect([...ENV_NAMES, ...RUNTIME_ENV], name).toContain(name);
       const configMap = byKind('ConfigMap');
-      const resolved = Object.fromEntries(env.map((e) => [e.name, e.value ?? configMap.data[e.valueFrom!.configMapKeyRef.key]]));
+      // The downward API's values, as the kubelet fills them in.
+      const downward: Record<string, string> = { 'metadata.name': 'linkerd-cni-x7k2p', 'metadata.namespace': 'linkerd-cni', 'spec.nodeName': 'node-1' };
+      const resolved = Object.fromEntries(env.map((e) => [e.name, e.value ?? (e.valueFrom!.fieldRef === undefined ? configMap.data[e.valueFrom!.configMapKeyRef!.key] : downward[e.valueFrom!.fieldRef.fieldPath])]));
       const config = loadConfig(resolved);
       expect(config.plugin?.type).toBe('linkerd-cni');
       expect(config.healthPort).toBe(Number(value('HEALTH_PORT')));
+      expect(config.pod).toEqual({ name: 'linkerd-cni-x7k2p', namespace: 'linkerd-cni' });
+      expect(config.nodeName).toBe('node-1');
     });
 
     it('mounts the host dirs where CONTAINER_MOUNT_PREFIX + DEST_* say', () => {
@@ -138,17 +142,24 @@ describe.skipIf(kustomize === undefined && process.env.CI !== 'true')('deploy/ (
       }
     });
 
-    it('runs on the host network with dual-stack probes on HEALTH_PORT, a surge, and a grace period above the cleanup deadline', () => {
+    it('runs on the host network with loopback probes on HEALTH_PORT, a surge, and a grace period above the cleanup deadline', () => {
       expect(pod.hostNetwork).toBe(true);
       // A declared port would be a hostPort, and the surge pod would never be scheduled beside the old one.
       expect(container.ports).toBeUndefined();
-      expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: Number(value('HEALTH_PORT')) });
-      expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: Number(value('HEALTH_PORT')) });
+      // The kubelet probes from the host; nothing on the cluster network reaches the port.
+      expect(value('HEALTH_BIND')).toBe('127.0.0.1');
+      expect(container.readinessProbe.httpGet).toEqual({ host: '127.0.0.1', path: '/readyz', port: Number(value('HEALTH_PORT')) });
+      expect(container.livenessProbe.httpGet).toEqual({ host: '127.0.0.1', path: '/healthz', port: Number(value('HEALTH_PORT')) });
       expect(pod.tolerations).toEqual([{ operator: 'Exists' }]);
       expect(pod.priorityClassName).toBe('system-node-critical');
       expect(daemonSet.spec.updateStrategy.rollingUpdate).toEqual({ maxSurge: 1, maxUnavailable: 0 });
       expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(Number(value('SHUTDOWN_TIMEOUT_S')));
       expect(pod.serviceAccountName).toBe(byKind('ServiceAccount').metadata.name);
+    });
+
+    it("lets the agent remove exactly the DaemonSet's NODE_TAINT_KEY (node-taint-policy.yaml)", () => {
+      const policy = byKind('ValidatingAdmissionPolicy') as unknown as { spec: { variables: Array<{ name: string; expression: string }> } };
+      expect(policy.spec.variables.find((v) => v.name === 'taintKey')?.expression).toBe(`'${value('NODE_TAINT_KEY')}'`);
     });
 
     it('is not privileged: seccomp RuntimeDefault, only the file capabilities, measured resources', () => {

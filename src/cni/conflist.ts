@@ -83,9 +83,16 @@ export interface ScannedConfig {
 // The keys that make a meta-plugin, looked for in the raw bytes before any member lookup: nearly every
 // config has none of them, and a storm then pays one memchr-speed search instead of member lookups.
 const META_HINTS = ['multus', 'clusterNetwork', 'delegates'];
+const META_HINTS_LOWER = META_HINTS.map((h) => h.toLowerCase());
+const BACKSLASH_U = '\\u';
 
 function metaOf(bytes: Buffer, root: JsonNode, plugins: JsonNode | undefined): Delegation | undefined {
-  if (!META_HINTS.some((hint) => bytes.includes(hint))) return undefined;
+  // Keys may be spelt in any case, or escaped (`clusterNetw\u006frk`): Go's encoding/json still
+  // matches them. A config without any hint in any case, and without an escape, is no meta-plugin.
+  if (!META_HINTS.some((hint) => bytes.includes(hint)) && !bytes.includes(BACKSLASH_U)) {
+    const lower = bytes.toString('latin1').toLowerCase();
+    if (!META_HINTS_LOWER.some((hint) => lower.includes(hint))) return undefined;
+  }
   return metaDelegation(bytes, root, plugins);
 }
 
@@ -299,4 +306,26 @@ export function planUnpatch(bytes: Buffer, type: string): UnpatchPlan {
 /** True when any element of `plugins` has the given type. */
 export function holdsPluginType(config: ScannedConfig, type: string): boolean {
   return config.types.includes(type);
+}
+
+/**
+ * True when `bytes` are a conflist this agent made from a single-plugin `.conf` (planPatch's
+ * upgrade), with a plugin of type `type` chained or already taken out again (a stop unchains before
+ * it puts converted links back): the `.conf` it was made from is its first plugin, byte for byte,
+ * and re-doing the upgrade from it gives the same bytes once the plugin is out of both. A primary's
+ * own conflist never has exactly that form, so this tells ours from the primary's after a restart
+ * too, where no memory of the write survives.
+ */
+export function madeByConversion(bytes: Buffer, type: string): boolean {
+  const unpatched = planUnpatch(bytes, type);
+  if (unpatched.action === 'invalid') return false;
+  const base = tryScan(unpatched.action === 'write' ? unpatched.bytes : bytes);
+  if ('invalid' in base || base.shape !== 'conflist' || base.meta !== undefined) return false;
+  const items = base.plugins!.items ?? [];
+  if (items.length !== 1) return false;
+  const first = tryScan(base.bytes.subarray(items[0]!.start, items[0]!.end));
+  if ('invalid' in first || first.shape !== 'single' || first.meta !== undefined) return false;
+  const stub = `{"type":${JSON.stringify(type)}}`;
+  const remade = planUnpatch(upgradeSingle(first, { type, text: stub, compact: stub }), type);
+  return remade.action === 'write' && remade.bytes.equals(base.bytes);
 }

@@ -262,3 +262,24 @@ export function lastMember(bytes: Uint8Array, node: JsonNode, key: string): Json
   for (let k = members.length - 1; k >= 0; k--) if (memberKeyIs(bytes, members[k]!, key)) return members[k]!.value;
   return undefined;
 }
+
+/** Go's case folding of a key, as encoding/json matches struct fields (bytes.EqualFold's simple folds). */
+function foldKey(key: string): string {
+  return key.toLowerCase().replace(/\u017f/g, 's');
+}
+
+/**
+ * The value of the last member whose key matches `key` as Go's encoding/json matches a struct field:
+ * escapes decoded, case-insensitively. Multus and libcni read their configs so, and a config that
+ * spells `ClusterNetwork` means the same to them.
+ */
+export function lastMemberFolded(bytes: Uint8Array, node: JsonNode, key: string): JsonNode | undefined {
+  const members = node.members;
+  if (members === undefined) return undefined;
+  const folded = foldKey(key);
+  for (let k = members.length - 1; k >= 0; k--) {
+    const member = members[k]!;
+    if (memberKeyIs(bytes, member, key) || foldKey(decodeString(bytes, member.keyStart, member.keyEnd)) === folded) return member.value;
+  }
+  return undefined;
+}

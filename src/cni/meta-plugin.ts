@@ -13,19 +13,23 @@
 // A meta config itself is never chained or converted: the plugin would run twice per pod, and Multus'
 // file would be replaced by one it does not manage. Multus ignores `delegates` when `clusterNetwork`
 // is set, and so does this module. Pure.
-import { decodeString, lastMember, scanJson, type JsonNode } from './json-spans.js';
+import { decodeString, lastMemberFolded, scanJson, type JsonNode } from './json-spans.js';
 
 export type Delegation =
   | { kind: 'path'; path: string }
   | { kind: 'name'; name: string }
   /** The byte span of the first embedded delegate. */
   | { kind: 'embedded'; start: number; end: number }
+  /** Multus thick's shim with no network named: its daemon runs the first other config in net.d. */
+  | { kind: 'auto' }
   | { kind: 'none' };
 
-const META_TYPES = new Set(['multus']);
+// Multus thin, and thick's shim (which hands the ADD to Multus' daemon: with no clusterNetwork of its
+// own, the daemon runs the first other config of net.d).
+const META_TYPES = new Set(['multus', 'multus-shim']);
 
 function stringMember(bytes: Buffer, node: JsonNode, key: string): string | undefined {
-  const value = lastMember(bytes, node, key);
+  const value = lastMemberFolded(bytes, node, key);
   return value?.kind === 'string' ? decodeString(bytes, value.start, value.end) : undefined;
 }
 
@@ -34,14 +38,14 @@ function delegates(bytes: Buffer, node: JsonNode): boolean {
   if (node.kind !== 'object') return false;
   const type = stringMember(bytes, node, 'type');
   if (type !== undefined && META_TYPES.has(type)) return true;
-  return lastMember(bytes, node, 'clusterNetwork') !== undefined || lastMember(bytes, node, 'delegates') !== undefined;
+  return lastMemberFolded(bytes, node, 'clusterNetwork') !== undefined || lastMemberFolded(bytes, node, 'delegates') !== undefined;
 }
 
 function delegationOf(bytes: Buffer, node: JsonNode): Delegation {
   const cluster = stringMember(bytes, node, 'clusterNetwork');
   if (cluster !== undefined && cluster !== '') return cluster.includes('/') ? { kind: 'path', path: cluster } : { kind: 'name', name: cluster };
-  const list = lastMember(bytes, node, 'delegates');
-  if (list?.kind !== 'array') return { kind: 'none' };
+  const list = lastMemberFolded(bytes, node, 'delegates');
+  if (list?.kind !== 'array') return stringMember(bytes, node, 'type') === 'multus-shim' ? { kind: 'auto' } : { kind: 'none' };
   // The array may lie deeper than the config scan records: scan just its span for its items.
   const items = scanJson(bytes.subarray(list.start, list.end), 1).items ?? [];
   const first = items[0];
@@ -69,6 +73,9 @@ export const MULTUS_HOST_PREFIX = '/host';
  * `/host` prefix Multus' pod puts before every host path.
  */
 export function delegatePathCandidates(delegatePath: string): string[] {
+  // A relative path is relative to Multus' own working directory, which nothing here can know; a NUL
+  // ends the path early for the kernel. Neither names a file this agent may touch.
+  if (!delegatePath.startsWith('/') || delegatePath.includes('\0')) return [];
   const candidates = [delegatePath];
   if (delegatePath.startsWith(`${MULTUS_HOST_PREFIX}/`)) candidates.push(delegatePath.slice(MULTUS_HOST_PREFIX.length));
   return candidates;
@@ -80,9 +87,11 @@ export function delegatePathCandidates(delegatePath: string): string[] {
  */
 export const delegationProblem = {
   noDelegate: 'a meta-plugin config with neither clusterNetwork nor delegates',
+  auto: "Multus' shim with no clusterNetwork: Multus' daemon runs the first other config of net.d",
   nested: 'Multus delegates to another meta-plugin config: nothing to chain',
   byName: (network: string, pointTo?: string): string =>
     `Multus delegates to the network ${JSON.stringify(network)} by name (a NetworkAttachmentDefinition or a config in Multus' confDir), which cni-chainer cannot see${pointTo === undefined ? '' : `: set clusterNetwork to ${pointTo}`}`,
+  notAbsolute: (delegatePath: string): string => `${JSON.stringify(delegatePath)} is no absolute path: nothing to chain (set clusterNetwork to the primary config's absolute path)`,
   notTheCopy: (delegatePath: string, copyPath: string): string =>
     `Multus delegates to ${delegatePath}, which owned mode never chains: set Multus' clusterNetwork to ${copyPath}, or use CNI_PATCH_MODE=in-place`,
 } as const;

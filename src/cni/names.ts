@@ -35,10 +35,15 @@ export function libcniOrder(names: Iterable<string>): string[] {
   return [...names].filter(isLibcniName).sort(compareNames);
 }
 
-/** The name a single-plugin config gets once it is a conflist: `10-calico.conf` → `10-calico.conflist`. */
+/**
+ * The name a single-plugin config gets once it is a conflist: `10-calico.conf` → `10-calico.conflist`.
+ * Only for the extensions libcni loads, matched as libcni matches them (case-sensitively): a
+ * `00-old.CONF` the runtime never loaded must not become a `.conflist` that it loads first. Any other
+ * name is returned as it is, and is never converted.
+ */
 export function conflistName(name: string): string {
   const ext = path.extname(name);
-  if (ext.toLowerCase() === '.conf' || ext.toLowerCase() === '.json') return `${name.slice(0, -ext.length)}.conflist`;
+  if (ext === '.conf' || ext === '.json') return `${name.slice(0, -ext.length)}.conflist`;
   return name;
 }
 

@@ -21,7 +21,8 @@ export type EntryRead =
   | { kind: 'missing' }
   | { kind: 'symlink' }
   | { kind: 'not-regular'; stat: EntryStat }
-  | { kind: 'too-large'; size: number };
+  /** Over maxBytes, or (xattrsOver) extended attributes over what the agent reads and copies. */
+  | { kind: 'too-large'; size: number; xattrsOver?: true };
 
 /** Reads at most `maxBytes` of regular file `name` in `dir`, with its xattrs when asked. */
 export function readEntry(dir: Dir, name: string, maxBytes: number, withXattrs = false): EntryRead {
@@ -31,7 +32,7 @@ export function readEntry(dir: Dir, name: string, maxBytes: number, withXattrs =
     case 'symlink':
       return { kind: raw.kind };
     case 'too-large':
-      return { kind: 'too-large', size: raw.size! };
+      return raw.xattrsOver === true ? { kind: 'too-large', size: raw.size!, xattrsOver: true } : { kind: 'too-large', size: raw.size! };
   }
   const stat: EntryStat = { mode: raw.mode!, uid: raw.uid!, gid: raw.gid!, size: raw.size!, mtimeMs: raw.mtimeMs! };
   if (raw.kind === 'not-regular') return { kind: 'not-regular', stat };

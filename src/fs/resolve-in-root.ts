@@ -22,6 +22,13 @@ export type Resolution =
 
 /** Linux's limit on symlinks followed in one resolution (MAXSYMLINKS). */
 export const MAX_LINKS = 40;
+/**
+ * Components looked up in one resolution. The kernel allows 40 links of up to PATH_MAX (4096) bytes
+ * each, some 80,000 components at one byte each: a lookup per component on the event loop would stall
+ * it for seconds, so a resolution this long ends as ELOOP (not ready, "loop"), as no real
+ * configuration comes near it.
+ */
+export const MAX_LOOKUPS = 1024;
 
 // `.` is kept (and a trailing slash becomes one): like the kernel, `file/.` and `file/` are ENOTDIR.
 function components(p: string): string[] {
@@ -38,12 +45,13 @@ function join(parts: readonly string[]): string {
  * Resolves `hostPath` inside the root. On success `path` is the host path of the final non-link entry.
  * ENOENT names the first missing path (a dangling link's target), so a caller can wait for it.
  */
-export function resolveInRoot(hostPath: string, lookup: Lookup, maxLinks = MAX_LINKS): Resolution {
+export function resolveInRoot(hostPath: string, lookup: Lookup, maxLinks = MAX_LINKS, maxLookups = MAX_LOOKUPS): Resolution {
   if (!path.posix.isAbsolute(hostPath)) throw new Error(`not an absolute host path: ${hostPath}`);
   const resolved: string[] = [];
   let pending = components(hostPath);
   let links = 0;
   let last: Entry = { kind: 'dir' }; // the root itself
+  let lookups = 0;
 
   while (pending.length > 0) {
     const name = pending.shift()!;
@@ -54,6 +62,7 @@ export function resolveInRoot(hostPath: string, lookup: Lookup, maxLinks = MAX_L
       continue;
     }
     const candidate = [...resolved, name];
+    if (++lookups > maxLookups) return { ok: false, code: 'ELOOP', path: join(candidate), links };
     const entry = lookup(join(candidate));
     if (entry.kind === 'symlink') {
       links += 1;

@@ -56,6 +56,8 @@ export interface RawEntryRead {
   bytes?: Buffer;
   length?: number;
   xattrs?: Array<[string, Buffer]>;
+  /** Set with kind too-large: the file's xattrs are over the bound the agent reads (native/fs_at.h). */
+  xattrsOver?: boolean;
 }
 
 export interface InotifyAddon {
@@ -85,7 +87,7 @@ export interface InotifyAddon {
   getrandom(n: number): Buffer;
   /** flock(2) with LOCK_NB on an open fd: false when another open file description holds the lock. */
   flock(fd: number, exclusive: boolean): boolean;
-  /** A blocking shared flock(2) on libuv's pool: settles once no other description holds LOCK_EX. */
+  /** A blocking shared flock(2) on a thread of its own (never libuv's pool): settles once no other description holds LOCK_EX. */
   flockWait(fd: number): Promise<void>;
   /** _exit(2): ends the process without Node's teardown (native/exit_now.h says why). */
   exitNow(code: number): never;

@@ -2,7 +2,7 @@
 // escapes, duplicate keys), and meta-plugins (Multus).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chainState, compactJson, planPatch, planUnpatch, scanConfig } from '../../src/cni/conflist.js';
+import { chainState, compactJson, madeByConversion, planPatch, planUnpatch, scanConfig } from '../../src/cni/conflist.js';
 import { type Json, type JsonObject } from '../../src/cni/json.js';
 import { JsonSyntaxError, lastMember, scanJson } from '../../src/cni/json-spans.js';
 import { fixture } from '../helpers/fixtures.js';
@@ -40,6 +40,27 @@ const conflistText = fc
   });
 
 describe('properties', () => {
+  it("tells the agent's own conversions from any other conflist, chained or unchained again", () => {
+    // Every single-plugin config an otherPluginText can be, converted: ours, before and after unpatch.
+    fc.assert(
+      fc.property(otherPluginText, (single) => {
+        const plan = planPatch(b(single), plugin);
+        if (plan.action !== 'write' || !plan.upgraded) return;
+        expect(madeByConversion(plan.bytes, TYPE)).toBe(true);
+        const unpatched = planUnpatch(plan.bytes, TYPE);
+        expect(unpatched.action === 'write' && madeByConversion(unpatched.bytes, TYPE)).toBe(true);
+      }),
+    );
+    // Any conflist a primary writes, and its chained form: never ours.
+    fc.assert(
+      fc.property(conflistText, (text) => {
+        expect(madeByConversion(b(text), TYPE)).toBe(false);
+        const plan = planPatch(b(text), plugin);
+        if (plan.action === 'write') expect(madeByConversion(plan.bytes, TYPE)).toBe(false);
+      }),
+    );
+  });
+
   it('the scanner accepts exactly what JSON.parse accepts', () => {
     const anyText = fc.oneof(valueText, fc.string(), fc.json(), valueText.map((t) => t.slice(0, Math.max(0, t.length - 1))), valueText.map((t) => `${t}x`));
     fc.assert(

@@ -29,6 +29,24 @@ const get = async (port: number, p: string) => {
 };
 
 describe('HealthServer', () => {
+  it('fails /healthz while a thread-pool job is out too long (a hung fsync), and passes again once it is back', async () => {
+    let release!: () => void;
+    let hung = true;
+    const job = () => (hung ? new Promise<void>((resolve) => (release = resolve)) : Promise.resolve());
+    const log = pino({ level: 'silent' });
+    server = new HealthServer({ alive: () => true, readiness: () => ({ ready: true, reasons: [] }) }, new Metrics('0.0.0', 'native'), log, undefined, 'probes', { job, stallMs: 200 });
+    const port = await server.listen(0, '127.0.0.1');
+    expect(await get(port, '/healthz')).toEqual({ status: 200, body: 'ok\n' }); // the job goes out
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const stalled = await get(port, '/healthz');
+    expect(stalled.status).toBe(503);
+    expect(stalled.body).toMatch(/^file I\/O stalled: a thread-pool job has been out for \d+ ms\n$/);
+    hung = false;
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await get(port, '/healthz')).toEqual({ status: 200, body: 'ok\n' });
+  });
+
   it('answers 500 when the exposition cannot be loaded, keeps serving, and loads it at the next scrape', async () => {
     let loads = 0;
     const { lines, listen } = start(async (metrics) => {

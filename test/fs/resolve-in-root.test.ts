@@ -3,7 +3,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HostRoot } from '../../src/fs/host-root.js';
-import { resolveInRoot, type Entry, type Lookup } from '../../src/fs/resolve-in-root.js';
+import { MAX_LOOKUPS, resolveInRoot, type Entry, type Lookup } from '../../src/fs/resolve-in-root.js';
 import { addon, IN } from '../../src/native/addon.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -58,6 +58,23 @@ describe('resolveInRoot', () => {
     entries['/n/l40'] = link('l41');
     entries['/n/l41'] = file;
     expect(resolveInRoot('/n/l0', tree(entries))).toMatchObject({ ok: false, code: 'ELOOP' });
+  });
+
+  it('gives up as ELOOP after MAX_LOOKUPS components, however long the links the kernel would take', () => {
+    // 40 hops of ~4 KB each (`d/../` again and again): some 32,000 lookups to the kernel, allowed.
+    const hop = (n: number) => `${'d/../'.repeat(800)}h${n}`;
+    const entries: Record<string, Entry> = { '/n/d/x': file, '/n/h40': file };
+    for (let n = 0; n < 40; n++) entries[`/n/h${n}`] = link(hop(n + 1));
+    let lookups = 0;
+    const counted: Lookup = (p) => {
+      lookups++;
+      return tree(entries)(p);
+    };
+    const result = resolveInRoot('/n/h0', counted);
+    expect(result).toMatchObject({ ok: false, code: 'ELOOP' });
+    expect(lookups).toBeLessThanOrEqual(MAX_LOOKUPS);
+    // The same chain, short: resolved.
+    expect(resolveInRoot('/n/h0', tree({ '/n/h0': link('h1'), '/n/h1': file }))).toMatchObject({ ok: true, path: '/n/h1' });
   });
 
   it('names the first missing path of a dangling link', () => {

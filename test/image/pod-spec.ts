@@ -79,6 +79,9 @@ function probe(where: string, raw: Record<string, unknown> | undefined): HttpPro
   const get = f.take<Record<string, unknown>>('httpGet');
   if (get === undefined) throw new Error(`${where}: only httpGet probes are translated`);
   const g = new Fields(`${where}.httpGet`, get);
+  // The emulated kubelet probes from the host's loopback, as `host: 127.0.0.1` asks.
+  const host = g.take<string>('host');
+  if (host !== undefined && host !== '127.0.0.1') throw new Error(`${where}.httpGet.host: only 127.0.0.1 is translated`);
   const result = { path: g.take<string>('path') ?? '/', port: Number(g.take('port')), periodSeconds: f.take<number>('periodSeconds') ?? 10, failureThreshold: f.take<number>('failureThreshold') ?? 3 };
   g.done();
   f.done();
@@ -121,8 +124,11 @@ export function translatePod(daemonSet: K8sObject, configMaps: K8sObject[], imag
     const e = new Fields(`spec.containers[0].env[${i}]`, env);
     const key = e.take<string>('name')!;
     const value = e.take<string>('value');
-    const from = e.take<{ configMapKeyRef?: { name: string; key: string } }>('valueFrom');
+    const from = e.take<{ configMapKeyRef?: { name: string; key: string }; fieldRef?: { fieldPath: string } }>('valueFrom');
     if (value !== undefined) envs.push({ key, value: String(value) });
+    // The downward API's pod and node names: this emulated node has no API server to ask about them,
+    // so they stay unset, and the agent decides its stop as it does outside Kubernetes.
+    else if (from?.fieldRef !== undefined) continue;
     else if (from?.configMapKeyRef !== undefined) {
       const ref = from.configMapKeyRef;
       const map = configMaps.find((m) => m.metadata.name === ref.name);

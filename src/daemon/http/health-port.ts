@@ -18,11 +18,13 @@ export class HealthPort {
 
   constructor(
     private readonly server: HealthServer,
-    private readonly port: number,
-    private readonly host: string,
+    readonly port: number,
+    readonly host: string,
     private readonly log: Logger,
     /** True when another live instance owns the node (and so may hold the port). */
     private readonly ownerMayHoldPort: () => boolean,
+    /** The variable that names the port, for messages. */
+    readonly variable: 'HEALTH_PORT' | 'METRICS_PORT' = 'HEALTH_PORT',
   ) {}
 
   /** Listens now, or waits for the instance that owns the node; throws any other listen error. */
@@ -31,7 +33,7 @@ export class HealthPort {
       await this.listen();
     } catch (err) {
       if (errnoCode(err) !== 'EADDRINUSE' || !this.ownerMayHoldPort()) throw err;
-      this.log.warn({ port: this.port }, 'HEALTH_PORT is held by the instance that owns this node (an upgrade): serving probes once it stands down');
+      this.log.warn({ port: this.port }, `${this.variable} is held by the instance that owns this node (an upgrade): serving probes once it stands down`);
       this.retryUntilListening();
     }
   }
@@ -42,7 +44,7 @@ export class HealthPort {
     this.stopRetrying();
     if (!this.server.listening) return;
     await this.server.unlisten();
-    this.log.info({ port: this.port }, 'released HEALTH_PORT to the instance that took over');
+    this.log.info({ port: this.port }, `released ${this.variable} to the instance that took over`);
   }
 
   /** This instance took the node back: listen again, as soon as the port is free. */
@@ -58,7 +60,7 @@ export class HealthPort {
 
   private async listen(): Promise<void> {
     const port = await this.server.listen(this.port, this.host);
-    this.log.info({ port, host: this.host }, 'health server listening');
+    this.log.info({ port, host: this.host, variable: this.variable }, this.variable === 'HEALTH_PORT' ? 'health server listening' : 'metrics server listening');
   }
 
   private retryUntilListening(): void {
@@ -76,7 +78,7 @@ export class HealthPort {
       // Released while this listen was under way: the port is the newer instance's.
       if (!this.wanted) await this.release();
     } catch (err) {
-      if (errnoCode(err) !== 'EADDRINUSE') this.log.error({ port: this.port, code: errnoCode(err) }, 'cannot listen on HEALTH_PORT');
+      if (errnoCode(err) !== 'EADDRINUSE') this.log.error({ port: this.port, code: errnoCode(err) }, `cannot listen on ${this.variable}`);
     } finally {
       this.trying = false;
     }

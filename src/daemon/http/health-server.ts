@@ -1,6 +1,9 @@
 // HTTP probes and metrics on HEALTH_PORT: /healthz (alive), /readyz (every config chained), /metrics.
+// The same class serves METRICS_PORT with /metrics alone (`routes: 'metrics'`): a second server, with
+// connections of its own, so that what reaches the metrics port never touches the probes.
 // (node:http reaches the bundled CLI through require(), as every built-in does: scripts/bundle.mjs.)
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../log.js';
@@ -20,6 +23,11 @@ export interface HealthSource {
 // STALL_REPORT_MS afterwards, long enough for kubelet's next probes to see it.
 const TICK_MS = 1_000;
 const MAX_LOOP_STALL_MS = 5_000;
+// The loop may be fine while libuv's thread pool is not: a hung fsync or read on a dead disk holds a
+// pool thread, and with every thread held no file I/O completes. At each liveness probe a trivial
+// pool job (a stat of the root) is sent unless the last one is still out; one out this long fails
+// the probe, and the kubelet restarts the container.
+const MAX_POOL_STALL_MS = 10_000;
 const STALL_REPORT_MS = 60_000;
 
 // Probes come every few seconds from kubelet on the same node; nothing legitimate takes long.
@@ -41,6 +49,8 @@ export class HealthServer {
   private lastStallMs = 0;
   private readonly ticker: NodeJS.Timeout;
   private registry: Promise<Registry> | undefined;
+  /** When the pool job still out was sent (monotonic ms), or undefined. */
+  private poolJobSince: number | undefined;
 
   constructor(
     private readonly source: HealthSource,
@@ -48,6 +58,10 @@ export class HealthServer {
     private readonly log: Logger,
     /** Builds the Prometheus exposition at the first scrape (a parameter so that tests can fail it). */
     private readonly loadRegistry: (metrics: Metrics) => Promise<Registry> = async (m) => (await import('./prometheus.js')).prometheusRegistry(m),
+    /** What this server answers: the probes and /metrics, or /metrics alone. */
+    private readonly routes: 'probes' | 'metrics' = 'probes',
+    /** One trivial job on libuv's thread pool, and how long it may be out (tests hang it). */
+    private readonly pool: { job: () => Promise<unknown>; stallMs: number } = { job: () => stat('/'), stallMs: MAX_POOL_STALL_MS },
   ) {
     this.ticker = setInterval(() => this.tick(), TICK_MS);
     this.ticker.unref();
@@ -64,6 +78,21 @@ export class HealthServer {
     });
     this.server.maxConnections = MAX_CONNECTIONS;
     this.server.keepAliveTimeout = KEEP_ALIVE_MS;
+  }
+
+  /** How long the pool job still out has been out, once that is too long; sends one if none is out. */
+  private checkPool(): number | undefined {
+    const now = monotonicMs();
+    if (this.poolJobSince !== undefined) {
+      const out = Math.round(now - this.poolJobSince);
+      return out >= this.pool.stallMs ? out : undefined;
+    }
+    this.poolJobSince = now;
+    this.pool.job().then(
+      () => (this.poolJobSince = undefined),
+      () => (this.poolJobSince = undefined),
+    );
+    return undefined;
   }
 
   private tick(): void {
@@ -119,15 +148,17 @@ export class HealthServer {
       res.writeHead(status, { 'content-type': type });
       res.end(body);
     };
-    if (url === '/healthz') {
+    if (this.routes === 'probes' && url === '/healthz') {
       this.tick(); // a stall still going on when the probe is served counts too
       const stalled = monotonicMs() - this.lastStallAt < STALL_REPORT_MS;
+      const poolStalledMs = this.checkPool();
       if (!this.source.alive()) send(503, 'not watching\n');
       else if (stalled) send(503, `event loop stalled for ${this.lastStallMs} ms\n`);
+      else if (poolStalledMs !== undefined) send(503, `file I/O stalled: a thread-pool job has been out for ${poolStalledMs} ms\n`);
       else send(200, 'ok\n');
       return;
     }
-    if (url === '/readyz') {
+    if (this.routes === 'probes' && url === '/readyz') {
       const report = this.source.readiness();
       // Reasons carry config names and error text: one line each, whatever a name holds.
       send(report.ready ? 200 : 503, report.ready ? 'ready\n' : `not ready:\n${report.reasons.map((r) => `- ${escapeControl(r)}\n`).join('')}`);

@@ -2,7 +2,7 @@
 // configs): libcni loads a `.conf` as one plugin, with nowhere to chain ours, so the conflist takes
 // its place. Part of the in-place keeper's write step (reconciler.ts, (4) write).
 import path from 'node:path';
-import { planPatch } from '../../cni/conflist.js';
+import { madeByConversion, planPatch } from '../../cni/conflist.js';
 import { libcniOrder, parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';
 import { unlinkIfUnchanged, writeFileAtomic } from '../../fs/atomic-write.js';
 import { readEntry } from '../../fs/bounded-read.js';
@@ -59,7 +59,9 @@ export async function convertConf(
   let expect: Buffer | undefined;
   if (existing.kind !== 'missing') {
     if (parked && existing.kind === 'file' && existing.bytes.equals(text)) return; // already follows the target
-    const ours = existing.kind === 'file' && (parked || (keeper.records.file(destKey)?.madeFromConf === true && keeper.records.holdsOurWrite(destKey, sha256(existing.bytes))));
+    // A parked link marks our conversion, but only a conflist of our conversion's form is ours: the
+    // primary may have written its own since (conflist.ts madeByConversion).
+    const ours = existing.kind === 'file' && ((parked && madeByConversion(existing.bytes, keeper.deps.plugin.type)) || (keeper.records.file(destKey)?.madeFromConf === true && keeper.records.holdsOurWrite(destKey, sha256(existing.bytes))));
     if (!ours) {
       keeper.statuses.problem(name, 'conflict', `${destName} exists too: not converting ${name} over it`);
       return;
@@ -100,19 +102,28 @@ export async function convertConf(
 }
 
 /**
- * The meta-plugin config in net.d that reads `source` by path, if any. Looked up only when a
- * single-plugin config is about to be converted (rare), so it may list and read net.d.
+ * The meta-plugin configs of net.d that delegate by path, each with the path as written: one listing
+ * and one read of every config. The reconciler keeps the result up to date from its passes, and asks
+ * again only after a rescan, so that converting many `.conf` files costs one read of net.d, not one
+ * per conversion.
  */
-export function metaPinning(deps: KeeperDeps, netDir: Dir, source: Source): string | undefined {
-  const hostPath = deps.root.fromDisk(`${source.dir.disk}/${source.name}`);
+export function listMetaDelegates(deps: KeeperDeps, netDir: Dir): Map<string, string> {
+  const metas = new Map<string, string>();
   for (const name of libcniOrder(netDir.list())) {
-    if (name === source.name && source.dir.disk === netDir.disk) continue;
     const read = readEntry(netDir, name, deps.config.maxConfigBytes);
     if (read.kind !== 'file') continue;
     const plan = planPatch(read.bytes, deps.plugin);
-    if (plan.action !== 'delegates' || plan.delegation.kind !== 'path') continue;
-    const resolved = resolveDelegate(deps.root, plan.delegation.path);
-    if (resolved === hostPath) return name;
+    if (plan.action === 'delegates' && plan.delegation.kind === 'path') metas.set(name, plan.delegation.path);
+  }
+  return metas;
+}
+
+/** The meta-plugin config among `metas` (name → delegate path) that reads `source` by path, if any. */
+export function metaPinning(deps: KeeperDeps, metas: ReadonlyMap<string, string>, netDir: Dir, source: Source): string | undefined {
+  const hostPath = deps.root.fromDisk(`${source.dir.disk}/${source.name}`);
+  for (const [name, delegatePath] of metas) {
+    if (name === source.name && source.dir.disk === netDir.disk) continue;
+    if (resolveDelegate(deps.root, delegatePath) === hostPath) return name;
   }
   return undefined;
 }

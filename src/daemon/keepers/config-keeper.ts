@@ -25,8 +25,11 @@ export interface KeeperDeps {
   onTargetDir: (dir: string, used: boolean) => void;
   /** Called after every pass (readiness may have changed). */
   onPassDone?: () => void;
-  /** A symlink target (host path) was patched: the cleanup visits it even if the link moves on. */
-  onTargetPatched?: (hostPath: string) => void;
+  /**
+   * Called before a file outside net.d (a symlink target, a Multus delegate) is chained, and waited
+   * for: it is written down first, so that a crash right after the write still leaves a record.
+   */
+  recordTarget?: (hostPath: string) => Promise<void> | undefined;
   /** The clock of the fight rule and of what is kept for a removed config, in ms (tests pass their own). */
   now?: () => number;
 }

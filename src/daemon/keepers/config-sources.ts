@@ -3,7 +3,9 @@
 // out, and a meta-plugin's delegate named by path. Each finds the file behind the name, or sets a
 // status saying why there is none, and hands the file to the keeper's patch.
 import type { Stats } from 'node:fs';
+import { madeByConversion } from '../../cni/conflist.js';
 import { delegationProblem, type Delegation } from '../../cni/meta-plugin.js';
+import { conflistName } from '../../cni/names.js';
 import { readEntry, type EntryRead } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
 import { errnoCode } from '../../fs/errno.js';
@@ -36,6 +38,17 @@ export function passParked(keeper: SourceContext, netDir: Dir, parked: string, o
   if (netDir.lstat(original) !== undefined) {
     keeper.targets.remove(parked);
     netDir.unlinkExisting([parked]);
+    return undefined;
+  }
+  // A conflist of that name that is not our conversion is the primary's own, written after a crash
+  // left the parked link behind: it is the config now (its own pass chains it), and the stale link
+  // goes, so that neither a conversion nor a stop ever writes over it or deletes it.
+  const conflist = readEntry(netDir, conflistName(original), keeper.deps.config.maxConfigBytes);
+  if (conflist.kind !== 'missing' && !(conflist.kind === 'file' && madeByConversion(conflist.bytes, keeper.deps.plugin.type))) {
+    keeper.deps.log.warn({ link: parked, file: conflistName(original) }, 'removed a stale converted .conf link: the primary has written its own conflist since');
+    keeper.targets.remove(parked);
+    netDir.unlinkExisting([parked]);
+    keeper.forget(parked);
     return undefined;
   }
   return passLinked(keeper, netDir, parked);
@@ -83,6 +96,8 @@ export async function passDelegate(keeper: SourceContext, netDir: Dir, name: str
   if (delegation.kind !== 'path') {
     keeper.targets.remove(name);
     if (delegation.kind === 'none') keeper.statuses.problem(name, 'invalid', delegationProblem.noDelegate);
+    // Multus' daemon runs the first other config of net.d, which is chained like every other one.
+    else if (delegation.kind === 'auto') keeper.deps.readiness.set(name, 'delegating', delegationProblem.auto);
     else keeper.statuses.problem(name, 'error', delegationProblem.byName(delegation.name, "the primary config's path"));
     return;
   }

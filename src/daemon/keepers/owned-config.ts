@@ -30,7 +30,7 @@ import { isMissing } from '../../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { DEFAULT_FIGHT_POLICY, FightDetector, FIGHT_CAUSE } from './fight-detector.js';
-import { removeOwnedCopies } from './owned-copies.js';
+import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta, type MetaOutcome } from './owned-meta.js';
 import type { ConfigStatus } from './readiness.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
@@ -176,6 +176,10 @@ export class OwnedConfig {
     const { config, plugin } = this.deps;
     const configured = config.ownedConfigName;
     const names = dir.list().filter((n) => isLibcniName(n) && !n.startsWith('.'));
+    if (configured !== undefined && names.includes(configured) && !holdsPlugin(dir, configured, plugin.type, config.maxConfigBytes)) {
+      // The operator named a file that is somebody else's config: never written over, never removed.
+      return this.problem(configured, 'conflict', `CNI_OWNED_CONFIG_NAME names ${configured}, an existing config that is not the agent's: it is left as it is; choose a name no other config has`);
+    }
     const isCopy = (n: string) => n === configured || isOwnedCopyName(n, plugin.type);
     // Configs in libcni order, our copies set aside; regular files and links only (libcni skips the rest).
     const entries: Listed[] = [];

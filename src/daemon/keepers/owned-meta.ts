@@ -50,6 +50,8 @@ export async function keepMeta(deps: KeeperDeps, dir: Dir, name: string, read: E
     case 'delegates': {
       const delegation = plan.delegation;
       const copyPath = `${deps.config.netDir}/${ownedName}`;
+      // The shim's daemon runs the first other config of net.d: our copy, which sorts right after it.
+      if (delegation.kind === 'auto') return FINE;
       if (delegation.kind === 'path') {
         const resolved = resolveDelegate(deps.root, delegation.path);
         if (resolved !== undefined && resolved === copyPath) return FINE;

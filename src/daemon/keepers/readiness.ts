@@ -14,9 +14,10 @@ export type ConfigStatus =
   | 'conflict' // X.conf and X.conflist both present: the upgrade would overwrite the conflist
   | 'no-binary' // the plugin's binary is not on the host as installed: chaining would fail every pod
   | 'delegating' // a meta-plugin (Multus) config: never chained itself, its delegate is
+  | 'not-loaded' // a single-plugin config whose name the runtime never loads (`X.CONF`): left as it is
   | 'error';
 
-const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope', 'delegating']);
+const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope', 'delegating', 'not-loaded']);
 
 /**
  * A node-wide condition that keeps the agent unready while it fails, set by the one controller that

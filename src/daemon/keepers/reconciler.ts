@@ -23,7 +23,7 @@ import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js
 import type { KeeperDeps } from './config-keeper.js';
 import { DEFAULT_FIGHT_POLICY, FightDetector } from './fight-detector.js';
 import { GonePaths } from './gone-paths.js';
-import { convertConf, metaPinning, type ConversionContext, type Source } from './conf-conversion.js';
+import { convertConf, listMetaDelegates, metaPinning, type ConversionContext, type Source } from './conf-conversion.js';
 import { PrimaryScope } from './primary-scope.js';
 import { notOurs, passDelegate, passLinked, passParked, type SourceContext } from './config-sources.js';
 import { ConfigStatuses, TRANSIENT_RETRY_MS } from './config-statuses.js';
@@ -50,6 +50,11 @@ export class Reconciler {
   private readonly spares: Spares;
   private readonly netDirHandle: SharedDir;
   private readonly inFlight = new BytesInFlight();
+  /**
+   * Meta-plugin configs of net.d that delegate by path (name → path as written), kept from the
+   * passes; undefined until a conversion needs them after a scan (conf-conversion.ts listMetaDelegates).
+   */
+  private metaDelegates: Map<string, string> | undefined;
   private readonly burst = new BurstLog((count, sample) => this.deps.log.info({ count, files: sample }, 'chained plugin into configs'));
 
   constructor(
@@ -126,6 +131,7 @@ export class Reconciler {
       if (isMissing(err)) return 0;
       throw err;
     }
+    this.metaDelegates = undefined;
     const present = new Set(names.filter((n) => this.concerns(n) || parkedLinkOriginal(n) !== undefined));
     for (const known of this.deps.readiness.names()) if (!present.has(known)) this.forget(known);
     // Also when nothing else went since: what is kept for a removed config goes within a resync.
@@ -152,6 +158,7 @@ export class Reconciler {
 
   forget(name: string): void {
     const fileKey = `${this.netDirOnDisk}/${name}`;
+    this.metaDelegates?.delete(name);
     this.spares.drop(fileKey);
     this.deps.readiness.delete(name);
     this.targets.remove(name);
@@ -261,14 +268,18 @@ export class Reconciler {
         this.statuses.problem(name, 'not-regular', `${source.linkText === undefined ? 'not' : 'symlink target is not'} a regular file`);
         return;
       case 'too-large':
-        this.statuses.problem(name, 'too-large', `${read.size} bytes, over MAX_CONFIG_BYTES (${config.maxConfigBytes})`);
+        // Extended attributes the agent cannot copy whole would be lost by a rewrite: left as it is.
+        if (read.xattrsOver === true) this.statuses.problem(name, 'too-large', 'its extended attributes are over the 64 KiB cni-chainer reads and copies');
+        else this.statuses.problem(name, 'too-large', `${read.size} bytes, over MAX_CONFIG_BYTES (${config.maxConfigBytes})`);
         return;
     }
     // (3) decide. The content and its patched copy count against the bytes in flight until the write is done.
     const content = read.bytes;
     const fileKey = `${source.dir.disk}/${source.name}`;
     this.gone.cameBack(fileKey);
-    const held = 2 * content.length;
+    // Xattrs count too: a read holds their values until the write has copied them.
+    let held = 2 * content.length;
+    for (const [, value] of read.xattrs) held += value.length;
     this.inFlight.hold(held);
     try {
       const digest = sha256(content);
@@ -278,6 +289,10 @@ export class Reconciler {
       }
 
       const plan = planPatch(content, plugin);
+      if (this.metaDelegates !== undefined && source.pinned !== true && source.dir.disk === netDir.disk) {
+        if (plan.action === 'delegates' && plan.delegation.kind === 'path') this.metaDelegates.set(name, plan.delegation.path);
+        else this.metaDelegates.delete(name);
+      }
       // A regular file in net.d leads nowhere else (a meta-plugin's pass says where it delegates).
       if (source.linkText === undefined && source.pinned !== true && plan.action !== 'delegates') this.targets.remove(name);
       if (plan.action === 'invalid') {
@@ -313,9 +328,16 @@ export class Reconciler {
       // Named only for a single-plugin config: path.extname on every pass made it one more function
       // for V8 to optimise during a storm (12 ms of Turbofan, --trace-opt).
       const destName = plan.upgraded ? conflistName(parkedLinkOriginal(name) ?? name) : name;
+      if (plan.upgraded && destName === name) {
+        // libcni matches `.conf` case-sensitively: the runtime never loads `X.CONF`, and a conversion
+        // would turn it into the `.conflist` it loads first. Left as it is, and harmless as it is.
+        this.deps.readiness.set(name, 'not-loaded', 'a single-plugin config the runtime does not load (libcni matches .conf, .conflist and .json case-sensitively): left as it is');
+        return;
+      }
       if (destName !== name) {
         // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
-        const pinnedBy = source.pinned === true ? name : metaPinning(this.deps, netDir, source);
+        this.metaDelegates ??= listMetaDelegates(this.deps, netDir);
+        const pinnedBy = source.pinned === true ? name : metaPinning(this.deps, this.metaDelegates, netDir, source);
         if (pinnedBy !== undefined) {
           this.statuses.problem(name, 'error', `${pinnedBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
           return;
@@ -323,7 +345,9 @@ export class Reconciler {
         await convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
         return;
       }
-      // (4) write
+      // (4) write. A file outside net.d is recorded before it is chained (chained-targets.ts).
+      const target = source.linkText === undefined && source.pinned !== true ? undefined : this.deps.root.fromDisk(fileKey);
+      if (target !== undefined) await this.deps.recordTarget?.(target);
       const spare = this.spares.take(fileKey, source.dir, digest, plan.bytes);
       const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
       const result = spare !== undefined ? await landTemp(source.dir, spare, source.name, options, plan.bytes) : await writeFileAtomic(source.dir, source.name, plan.bytes, options);
@@ -338,8 +362,6 @@ export class Reconciler {
       this.fights.wrote(fileKey);
       this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
       this.deps.metrics.patches.inc();
-      const target = source.linkText === undefined && source.pinned !== true ? undefined : this.deps.root.fromDisk(fileKey);
-      if (target !== undefined) this.deps.onTargetPatched?.(target);
       // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
       // otherwise cost 1,000 synchronous log writes on the hot path).
       this.deps.log.debug({ file: name, target, spare: spare !== undefined }, 'chained plugin into config');

@@ -7,7 +7,7 @@ import type { Dir } from '../../fs/dir.js';
 import { errnoCode, isMissing } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Resolution } from '../../fs/resolve-in-root.js';
-import { delegatePathCandidates } from '../../cni/meta-plugin.js';
+import { delegatePathCandidates, delegationProblem } from '../../cni/meta-plugin.js';
 
 export type LinkTarget =
   | { ok: true; dir: Dir; name: string }
@@ -34,6 +34,10 @@ export function openLinkTarget(root: HostRoot, netDir: string, link: string, tar
  */
 export function openDelegate(root: HostRoot, delegatePath: string, targets: SymlinkTargets, key: string): LinkTarget {
   const paths = delegatePathCandidates(delegatePath);
+  if (paths.length === 0) {
+    targets.remove(key);
+    return { ok: false, status: 'dangling', detail: delegationProblem.notAbsolute(delegatePath), retrySoon: false };
+  }
   const candidates = paths.map((p) => root.resolve(p));
   return openResolved(root, candidates.find((r) => r.ok) ?? candidates.at(-1)!, targets, key, () => paths.at(-1)!);
 }

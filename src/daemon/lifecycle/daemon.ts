@@ -27,6 +27,7 @@ import { Reconciler } from '../keepers/reconciler.js';
 import { TargetDirWatches } from '../keepers/target-dir-watches.js';
 import { Chores } from '../node/chores.js';
 import { PluginBinary } from '../node/plugin-binary.js';
+import { ChainedTargets } from './chained-targets.js';
 import type { ControllerDeps } from './controller-deps.js';
 import { EventRouter } from './event-router.js';
 import { NetDirWatch } from './net-dir-watch.js';
@@ -35,6 +36,8 @@ import { Ownership } from './ownership.js';
 import { OwnershipRole } from './ownership-role.js';
 import { PhaseState, type Phase } from './phase.js';
 import { MemoryReturn } from './memory-return.js';
+import type { KubeNode } from './kube-node.js';
+import { stopVerdict } from './stop-policy.js';
 import { teardown } from './teardown.js';
 
 export type { Phase } from './phase.js';
@@ -88,12 +91,16 @@ export class Daemon {
   private readonly targetDirs: TargetDirWatches;
   private readonly router: EventRouter;
   private binDirOnDisk: string | undefined;
-  /** Every symlink target we ever patched (host paths): a retargeted link leaves its old one chained. */
-  private readonly patchedTargets = new Set<string>();
+  /** Every symlink target and delegate we ever patched (host paths), recorded in net.d. */
+  private readonly chainedTargets: ChainedTargets;
   private resyncTimer: NodeJS.Timeout | undefined;
   /** Freed memory back to the kernel after start and after bursts (memory-return.ts). */
   readonly memory = new MemoryReturn();
   private lastReady = false; // "not ready" while starting goes without saying
+  /** Once the start is done, the first readiness is told to Kubernetes whatever it is. */
+  private toldKubernetes = false;
+  /** The taint and the Events of this node (kube-node.ts), loaded at the first readiness change. */
+  private kubeNode: Promise<KubeNode | undefined> | undefined;
 
   constructor(
     private readonly config: Config,
@@ -110,6 +117,7 @@ export class Daemon {
     const netDirArmed = (): boolean => this.netDir.armed;
     this.ownership = new Ownership(this.root, config.netDir);
     this.kubeconfig = new KubeconfigFile(config, this.root);
+    this.chainedTargets = new ChainedTargets(this.root, config.netDir, log);
     const binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type);
     this.watcher = createWatcher(
       config.backend,
@@ -135,7 +143,7 @@ export class Daemon {
         this.memory.passDone();
         this.updateReadiness();
       },
-      onTargetPatched: (hostPath: string) => this.patchedTargets.add(hostPath),
+      recordTarget: (hostPath: string) => this.chainedTargets.add(hostPath),
     };
     const netDirOnDisk = this.root.toDisk(config.netDir);
     this.keeper = config.mode === 'owned' ? new OwnedConfig(deps, netDirOnDisk) : new Reconciler(deps, netDirOnDisk);
@@ -258,6 +266,10 @@ export class Daemon {
   async stop(): Promise<StopResult> {
     if (this.phaseState.ending) return { cleaned: false, unpatched: [], failed: [] };
     const wasPassive = this.phaseState.standingBy;
+    // Asked at once, while the watches close and the passes drain: the API is slow at worst.
+    const verdict = wasPassive
+      ? undefined
+      : stopVerdict(this.config, this.log, () => this.ownership.standbyWaiting()).catch((err: unknown) => ({ teardown: false, reason: `the stop could not be decided (${(err as Error).message}): keeping the node chained` }));
     this.phaseState.current = 'stopping';
     // Unready from here on: the configs are about to be unchained.
     this.lifecycle.set('stopping');
@@ -270,23 +282,36 @@ export class Daemon {
     await this.netDir.close();
     await this.watcher.close();
     await Promise.all([this.keeper.drain(), this.chores.drain()]);
+    await this.chainedTargets.drain();
     await this.keeper.dispose();
     this.chores.dispose();
     this.targetDirs.dispose();
     try {
       const owner = this.role.ownedByAnother();
       if (wasPassive || owner.another) {
+        this.ownership.dropStandbyLock();
         this.log.info({ owner: owner.instance }, 'another instance owns this node: leaving its configuration in place');
         return { cleaned: false, unpatched: [], failed: [] };
       }
+      const decided = await verdict!;
+      if (!decided.teardown) {
+        // A replacement: configs, binaries and kubeconfig stay; the next instance (or the one standing
+        // by, which our lock going wakes) takes the node from here.
+        this.log.info({ reason: decided.reason }, 'stopping without unchaining: the node stays chained');
+        this.ownership.release();
+        return { cleaned: false, unpatched: [], failed: [] };
+      }
+      this.log.info({ reason: decided.reason }, 'uninstalling: removing the plugin from every config');
+      await (await this.kubeNode)?.uninstalling(decided.reason, 2_000);
       const result = await teardown(this.root, this.config, this.plugin.type, this.log, {
         binaries: this.chores.installed,
-        patchedTargets: [...this.patchedTargets],
+        patchedTargets: this.chainedTargets.all,
         releaseOwnership: () => this.ownership.release(),
       });
       this.metrics.unpatches.inc(result.unpatched.length);
       return { cleaned: result.failed.length === 0, unpatched: result.unpatched, failed: result.failed };
     } finally {
+      void this.kubeNode?.then((node) => node?.dispose());
       this.phaseState.current = 'stopped';
     }
   }
@@ -325,10 +350,28 @@ export class Daemon {
   updateReadiness(): void {
     if (this.phaseState.ending) return;
     const ready = this.readiness.ready;
-    if (ready === this.lastReady) return;
+    const firstAfterStart = !this.toldKubernetes && !this.lifecycle.failing;
+    if (ready === this.lastReady && !firstAfterStart) return;
     this.lastReady = ready;
     this.metrics.ready.set(ready ? 1 : 0);
+    const reasons = ready ? [] : this.readiness.report().reasons;
     if (ready) this.log.info('ready: every config is chained');
-    else this.log.info({ reasons: this.readiness.report().reasons }, 'not ready');
+    else this.log.info({ reasons }, 'not ready');
+    if (!this.lifecycle.failing) {
+      this.toldKubernetes = true;
+      this.tellKubernetes(ready, reasons);
+    }
+  }
+
+  /** Readiness to the API server, never waited for (kube-node.ts). */
+  private tellKubernetes(ready: boolean, reasons: string[]): void {
+    if (this.config.nodeName === undefined) return;
+    this.kubeNode ??= import('./kube-node.js')
+      .then(({ KubeNode }) => KubeNode.create(this.config, this.log))
+      .catch((err: unknown) => {
+        this.log.warn({ err: (err as Error).message }, 'cannot talk to the API server about this node');
+        return undefined;
+      });
+    void this.kubeNode.then((node) => node?.readinessChanged(ready, reasons));
   }
 }

@@ -5,7 +5,7 @@
 import { errnoCode } from '../../fs/errno.js';
 import type { Logger } from '../../log.js';
 import type { Condition, Readiness } from '../keepers/readiness.js';
-import { LEGACY_STALE_AFTER_MS, type Owner, type Ownership } from './ownership.js';
+import type { Owner, Ownership } from './ownership.js';
 import type { PhaseState } from './phase.js';
 
 export interface OwnershipRoleDeps {
@@ -21,11 +21,19 @@ export interface OwnershipRoleDeps {
   onTakeBack: () => Promise<void>;
 }
 
+// Each wait is a thread blocked in flock(2) that nothing can cancel (native/owner_lock.cc): bounded,
+// so that an owner file replaced in a loop costs a few threads, not one per file.
+const MAX_LOCK_WAITS = 4;
+const POLL_MS = 1_000;
+
 export class OwnershipRole {
   /** The live instance this one took the node from at start (a maxSurge upgrade), if any. */
   private tookOverFrom: string | undefined;
-  /** While passive under an earlier version's owner, whose liveness is a heartbeat: polled. */
-  private legacyOwnerTimer: NodeJS.Timeout | undefined;
+  /**
+   * Polls the owner's lock while more owner files than MAX_LOCK_WAITS are waited on at once: only
+   * something replacing the owner file again and again while each holder lives gets here.
+   */
+  private pollTimer: NodeJS.Timeout | undefined;
   /** Owner files (by inode) whose lock a standby waits on. */
   private readonly waitingOn = new Set<number>();
   private readonly condition: Condition;
@@ -60,8 +68,8 @@ export class OwnershipRole {
     const owner = ownership.currentOwner();
     if (phase.active) {
       if (ownership.isLiveOther(owner)) this.standDown(owner!);
-      // Our file was removed or replaced by something that is no live instance: claim again (what the
-      // heartbeat of earlier versions did every 2 s, now only when net.d says so).
+      // Our file was removed or replaced by something that is no live instance (nothing holds its
+      // lock, whatever the record says): claim again.
       else if (owner?.instance !== ownership.record.instance && this.deps.netDirArmed()) this.claim();
     } else if (phase.standingBy) {
       if (!ownership.isLiveOther(owner)) void this.takeBack();
@@ -84,8 +92,8 @@ export class OwnershipRole {
   }
 
   dispose(): void {
-    clearInterval(this.legacyOwnerTimer);
-    this.legacyOwnerTimer = undefined;
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
     this.condition.clear();
   }
 
@@ -105,6 +113,7 @@ export class OwnershipRole {
   private standDown(owner: Owner): void {
     this.deps.phase.current = 'passive';
     this.deps.ownership.dropLock();
+    this.deps.ownership.holdStandbyLock();
     this.condition.set(`instance ${owner.instance} has taken over this node`);
     this.deps.log.warn({ owner: owner.instance }, 'a newer instance has taken over this node: no longer patching, and no cleanup on exit');
     this.deps.onRoleChange('passive');
@@ -113,18 +122,18 @@ export class OwnershipRole {
 
   /**
    * Takes the node back the moment the owner dies: a blocking wait on its lock, which the kernel
-   * drops with the process (SIGKILL and OOM included). An earlier version's owner holds no lock, and
-   * its heartbeat is polled instead.
+   * drops with the process (SIGKILL and OOM included). Past MAX_LOCK_WAITS, the lock is polled.
    */
   private awaitOwnerGone(owner: Owner): void {
-    if (owner.legacy) {
-      if (this.legacyOwnerTimer === undefined) {
-        this.legacyOwnerTimer = setInterval(() => this.check(), LEGACY_STALE_AFTER_MS / 5);
-        this.legacyOwnerTimer.unref();
+    if (this.waitingOn.has(owner.ino)) return;
+    if (this.waitingOn.size >= MAX_LOCK_WAITS) {
+      if (this.pollTimer === undefined) {
+        this.deps.log.warn({ waits: this.waitingOn.size }, 'the owner file keeps being replaced by live holders: polling its lock');
+        this.pollTimer = setInterval(() => this.check(), POLL_MS);
+        this.pollTimer.unref();
       }
       return;
     }
-    if (this.waitingOn.has(owner.ino)) return;
     const wait = this.deps.ownership.ownerGone();
     if (wait === undefined) {
       // Gone between the two looks.
@@ -144,8 +153,9 @@ export class OwnershipRole {
   private async takeBack(): Promise<void> {
     if (!this.deps.phase.standingBy) return;
     this.deps.phase.current = 'active';
-    clearInterval(this.legacyOwnerTimer);
-    this.legacyOwnerTimer = undefined;
+    this.deps.ownership.dropStandbyLock();
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
     this.deps.log.warn('the instance that had taken over this node is gone: maintaining it again');
     this.deps.onRoleChange('active');
     this.claim();

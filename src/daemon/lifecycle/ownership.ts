@@ -11,8 +11,8 @@
 // node back as soon as that returns. Both pods see the same inode through their hostPath mounts, and
 // flock works across mount namespaces.
 //
-// Records written by earlier versions (no `liveness` field) renewed their mtime every 2 s instead;
-// they count as alive while that mtime is under 10 s old, so a mixed-version upgrade still hands over.
+// The lock is held on a descriptor opened read-only (flock(2) needs no write access): a descriptor
+// open for writing would make an administrator's `mount -o remount,ro` of net.d fail with EBUSY.
 import { closeSync, constants, fstatSync, readSync, writeSync } from 'node:fs';
 import { tempNameFor } from '../../fs/temp-names.js';
 import { randomUuid } from '../../random-uuid.js';
@@ -22,8 +22,11 @@ import type { HostRoot } from '../../fs/host-root.js';
 import { fsCalls } from '../../native/fs-calls.js';
 
 export const OWNER_FILE_NAME = '.cni-chainer.owner';
-/** How long an earlier version's heartbeat (mtime) counts as alive. */
-export const LEGACY_STALE_AFTER_MS = 10_000;
+/**
+ * A standby holds LOCK_SH on this file while it waits to take the node back: the owner that stops
+ * sees it (its LOCK_EX is refused) and hands the node over instead of unchaining it.
+ */
+export const STANDBY_FILE_NAME = '.cni-chainer.standby';
 const MAX_OWNER_BYTES = 4096;
 
 export interface OwnerRecord {
@@ -36,10 +39,8 @@ export interface OwnerRecord {
 
 export interface Owner {
   instance: string;
-  /** True when the owner still runs: it holds the lock (or, for an earlier version, its mtime is recent). */
+  /** True when the owner still runs: it holds the lock. */
   alive: boolean;
-  /** An earlier version's record: its liveness is a heartbeat that must be polled. */
-  legacy: boolean;
   /** The owner file's inode: a standby waits on one lock per inode. */
   ino: number;
 }
@@ -53,6 +54,47 @@ export class Ownership {
     private readonly root: HostRoot,
     private readonly netDir: string,
   ) {}
+
+  /** The fd of the standby file, holding LOCK_SH while this instance stands by. */
+  private standbyFd: number | undefined;
+
+  /** This instance stands by: say so to the owner, by a shared lock the kernel drops if we die. */
+  holdStandbyLock(): void {
+    if (this.standbyFd !== undefined) return;
+    try {
+      const fd = withDirSync(this.root.openDir(this.netDir), (dir) => dir.openEntry(STANDBY_FILE_NAME, constants.O_RDONLY | constants.O_CREAT, 0o644));
+      if (fstatSync(fd).isFile() && fsCalls.flock(fd, false)) this.standbyFd = fd;
+      else closeSync(fd);
+    } catch {
+      // Unwritable net.d, or not a file: the owner then sees no standby and cleans up as without one.
+    }
+  }
+
+  dropStandbyLock(): void {
+    if (this.standbyFd === undefined) return;
+    closeSync(this.standbyFd);
+    this.standbyFd = undefined;
+  }
+
+  /** True when another instance stands by on this node (holds the standby file's shared lock). */
+  standbyWaiting(): boolean {
+    let fd: number;
+    try {
+      fd = withDirSync(this.root.openDir(this.netDir), (dir) => dir.openEntry(STANDBY_FILE_NAME, constants.O_RDONLY));
+    } catch {
+      return false;
+    }
+    try {
+      if (!fstatSync(fd).isFile()) return false;
+      // Our own shared lock would refuse it too: only another instance's counts.
+      if (this.standbyFd !== undefined) return false;
+      return !fsCalls.flock(fd, true);
+    } catch {
+      return false;
+    } finally {
+      closeSync(fd);
+    }
+  }
 
   /** True while this instance holds its claim's lock. */
   get claimed(): boolean {
@@ -70,7 +112,7 @@ export class Ownership {
   }
 
   /** The current owner; undefined when there is no (readable, regular) owner file. */
-  currentOwner(now = Date.now()): Owner | undefined {
+  currentOwner(): Owner | undefined {
     const fd = this.openOwnerFile();
     if (fd === undefined) return undefined;
     try {
@@ -85,14 +127,10 @@ export class Ownership {
         return undefined; // not JSON: nobody (readable) owns the node
       }
       if (typeof parsed.instance !== 'string') return undefined;
-      const legacy = parsed.liveness !== 'flock';
-      let alive: boolean;
-      if (parsed.instance === this.record.instance) alive = this.lockFd !== undefined;
-      else if (legacy) alive = now - st.mtimeMs < LEGACY_STALE_AFTER_MS;
-      // A shared lock we can take means nobody holds the exclusive one: the owner is gone. Closing the
-      // fd below drops our shared lock at once.
-      else alive = !fsCalls.flock(fd, false);
-      return { instance: parsed.instance, alive, legacy, ino: st.ino };
+      // Alive only while something holds the exclusive lock, whatever the record says of itself: a
+      // shared lock we can take means nobody does. Closing the fd below drops our shared lock at once.
+      const alive = parsed.instance === this.record.instance ? this.lockFd !== undefined : !fsCalls.flock(fd, false);
+      return { instance: parsed.instance, alive, ino: st.ino };
     } catch {
       return undefined; // unreadable (EIO, a lock refused): nobody readable owns the node
     } finally {
@@ -112,30 +150,34 @@ export class Ownership {
   claim(): void {
     withDirSync(this.root.openDir(this.netDir), (dir) => {
       const temp = tempNameFor(OWNER_FILE_NAME);
-      const fd = dir.openEntry(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+      const writer = dir.openEntry(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o644);
+      let lock: number | undefined;
       try {
-        if (!fsCalls.flock(fd, true)) throw new Error('a new owner file is locked by another process');
-        writeSync(fd, `${JSON.stringify(this.record)}\n`);
+        writeSync(writer, `${JSON.stringify(this.record)}\n`);
+        // The lock is taken on a read-only descriptor of the same file, and the writer is closed.
+        lock = dir.openEntry(temp, constants.O_RDONLY);
+        if (!fsCalls.flock(lock, true)) throw new Error('a new owner file is locked by another process');
         dir.rename(temp, OWNER_FILE_NAME);
       } catch (err) {
-        closeSync(fd);
+        if (lock !== undefined) closeSync(lock);
         try {
           dir.unlink(temp);
         } catch {
           // already gone
         }
         throw err;
+      } finally {
+        closeSync(writer);
       }
       this.dropLock();
-      this.lockFd = fd;
+      this.lockFd = lock;
     });
   }
 
   /**
    * Resolves once the owner that holds the current owner file's lock is gone (or the file changed):
-   * a blocking shared lock on one of libuv's pool threads. Undefined when there is nothing to wait
-   * for (no file, or its lock is free already). An earlier version's record holds no lock: the
-   * caller polls those instead.
+   * a blocking shared lock on a thread of its own (native/owner_lock.cc). Undefined when there is nothing to wait
+   * for (no file, or its lock is free already).
    */
   ownerGone(): { ino: number; gone: Promise<void> } | undefined {
     const fd = this.openOwnerFile();
@@ -161,6 +203,16 @@ export class Ownership {
     const owner = this.currentOwner();
     if (owner?.instance === this.record.instance) this.remove();
     this.dropLock();
+    // Nobody stands by: the standby file goes too, and net.d holds nothing of ours.
+    if (this.standbyFd === undefined && !this.standbyWaiting()) this.removeStandbyFile();
+  }
+
+  private removeStandbyFile(): void {
+    try {
+      withDirSync(this.root.openDir(this.netDir), (dir) => dir.unlinkExisting([STANDBY_FILE_NAME]));
+    } catch {
+      // net.d gone or unwritable: a leftover empty hidden file breaks nothing
+    }
   }
 
   /** Removes the owner file whoever owns it (`uninstall`: the operator's explicit word). */
@@ -170,5 +222,6 @@ export class Ownership {
     } catch (err) {
       if (errnoCode(err) !== 'ENOENT' && errnoCode(err) !== 'ENOTDIR') throw err;
     }
+    if (this.standbyFd === undefined && !this.standbyWaiting()) this.removeStandbyFile();
   }
 }

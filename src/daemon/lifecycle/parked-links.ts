@@ -1,7 +1,9 @@
 // Puts back the `.conf` symlinks that conversion parked (cni/names.ts parkedLinkName), exactly as they
 // were, and removes the conflists made from their targets: after stop or uninstall the runtime loads
 // the primary's own link again, and whatever its target says from then on reaches the runtime.
+import { madeByConversion } from '../../cni/conflist.js';
 import { conflistName, parkedLinkOriginal } from '../../cni/names.js';
+import { readEntry } from '../../fs/bounded-read.js';
 import { withDirSync } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
@@ -9,22 +11,25 @@ import type { Logger } from '../../log.js';
 import { IN } from '../../native/addon.js';
 
 /** Restores every parked link of net.d; returns the conflists it removed (they were ours). */
-export function restoreParkedLinks(root: HostRoot, netDir: string, log: Logger): string[] {
+export function restoreParkedLinks(root: HostRoot, netDir: string, pluginType: string, maxBytes: number, log: Logger): string[] {
   const removed: string[] = [];
   try {
     withDirSync(root.openDir(netDir), (dir) => {
       for (const name of dir.list()) {
         const original = parkedLinkOriginal(name);
         if (original === undefined || dir.lstat(name)?.isSymbolicLink() !== true) continue;
-        if (dir.lstat(original) !== undefined) {
-          // The primary has put a new one in place since: that one stays, ours is stale.
+        const conflist = conflistName(original);
+        const made = readEntry(dir, conflist, maxBytes);
+        if (dir.lstat(original) !== undefined || (made.kind !== 'missing' && !(made.kind === 'file' && madeByConversion(made.bytes, pluginType)))) {
+          // The primary has put a new `.conf` or its own conflist in place since: that one stays, and
+          // the parked link is stale (put back, its `.conf` would sort before the conflist and be
+          // loaded instead).
           dir.unlinkExisting([name]);
           continue;
         }
         // The link back first (it sorts before the conflist, so the runtime loads it from now on),
         // then the conflist made from its target.
         dir.rename(name, original, IN.RENAME_NOREPLACE);
-        const conflist = conflistName(original);
         if (conflist !== original) removed.push(...dir.unlinkExisting([conflist]));
         log.info({ file: original, removed: conflist }, 'put back a converted .conf link');
       }

@@ -13,6 +13,7 @@ import { KubeconfigFile } from '../../kube/kubeconfig-file.js';
 import type { Logger } from '../../log.js';
 import { removeOwnedCopies } from '../keepers/owned-copies.js';
 import { removeBinaries } from '../node/binaries.js';
+import { readChainedTargets, removeChainedTargets } from './chained-targets.js';
 import { unpatchNode } from './unpatch-node.js';
 
 export interface TeardownOptions {
@@ -39,12 +40,16 @@ export async function teardown(root: HostRoot, config: Config, pluginType: strin
     if (removed.length > 0) log.info({ files: removed }, 'removed the owned config');
   }
   // 2.
-  const { unpatched, failed } = await unpatchNode(root, config.netDir, config.suffixes, pluginType, config.maxConfigBytes, log, options.patchedTargets ?? []);
+  // The targets an earlier instance recorded as well (chained-targets.ts): after a SIGKILL, and for
+  // `uninstall`, nothing else remembers them.
+  const targets = [...new Set([...(options.patchedTargets ?? []), ...readChainedTargets(root, config.netDir)])];
+  const { unpatched, failed } = await unpatchNode(root, config.netDir, config.suffixes, pluginType, config.maxConfigBytes, log, targets);
   if (failed.length > 0) {
     log.error({ files: failed }, 'the plugin could not be removed from some configs: keeping the plugin binaries and kubeconfig');
     return { unpatched, failed, kubeconfigRemoved: false, binariesRemoved: [] };
   }
   // 3.
+  removeChainedTargets(root, config.netDir);
   const kubeconfigRemoved = await new KubeconfigFile(config, root).remove();
   if (kubeconfigRemoved) log.info({ file: config.kubeconfigName }, 'removed kubeconfig');
   let binariesRemoved: string[] = [];

@@ -1,7 +1,8 @@
 // Takes our plugin out of every config on the node (targets of symlinks included), atomically, never
 // over a newer write. Used by the daemon's shutdown and by `cni-chainer uninstall`.
 import path from 'node:path';
-import { planUnpatch } from '../../cni/conflist.js';
+import { planUnpatch, scanConfig } from '../../cni/conflist.js';
+import { resolveDelegate } from '../keepers/symlink-targets.js';
 import { touchSymlink, writeFileAtomic } from '../../fs/atomic-write.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import { withDir } from '../../fs/dir.js';
@@ -46,6 +47,16 @@ async function unpatchOne(root: HostRoot, config: NodeConfig & { backupOfOwnedCo
     const name = path.posix.basename(file);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const read = readEntry(dir, name, maxBytes, true);
+      if (read.kind === 'too-large' && read.xattrsOver === true) {
+        // Xattrs grown past what the agent copies since it chained the file: it cannot be rewritten
+        // faithfully, and if it holds the plugin, the binary must stay.
+        const plain = readEntry(dir, name, maxBytes);
+        if (plain.kind === 'file' && planUnpatch(plain.bytes, pluginType).action === 'write') {
+          log.error({ file: config.name }, 'cannot remove the plugin: the config has more extended attributes than cni-chainer copies');
+          return 'kept';
+        }
+        return 'absent';
+      }
       if (read.kind !== 'file') return 'absent';
       const plan = planUnpatch(read.bytes, pluginType);
       if (plan.action !== 'write') return 'absent';
@@ -77,6 +88,25 @@ function listBackups(root: HostRoot, netDir: string, pluginType: string): Array<
   });
 }
 
+/** The files the meta-plugin configs among `configs` (Multus) delegate to by path, as host paths. */
+function delegateFiles(root: HostRoot, configs: readonly NodeConfig[], maxBytes: number): string[] {
+  const files: string[] = [];
+  for (const config of configs) {
+    if (config.file === undefined) continue;
+    const file = config.file;
+    try {
+      const read = withDirSync(root.openDir(path.posix.dirname(file)), (dir) => readEntry(dir, path.posix.basename(file), maxBytes));
+      if (read.kind !== 'file') continue;
+      const meta = scanConfig(read.bytes).meta;
+      const delegate = meta?.kind === 'path' ? resolveDelegate(root, meta.path) : undefined;
+      if (delegate !== undefined) files.push(delegate);
+    } catch {
+      // Not JSON, or gone meanwhile: it delegates nowhere.
+    }
+  }
+  return files;
+}
+
 /** Removes the plugin from every config of the node; says which configs still hold it. */
 export async function unpatchNode(
   root: HostRoot,
@@ -89,7 +119,17 @@ export async function unpatchNode(
 ): Promise<UnpatchResult> {
   let found: NodeConfig[];
   try {
-    found = listNodeConfigs(root, netDir, suffixes) ?? [];
+    const listed = listNodeConfigs(root, netDir, suffixes);
+    if (listed === undefined) {
+      // No net.d: nothing holds the plugin there. But a net.d that is no directory (a file, a device)
+      // cannot be looked into, as `check` says too: nothing may be called done.
+      const resolved = root.resolve(netDir);
+      if (resolved.ok && resolved.kind !== 'dir') {
+        log.error({ dir: netDir }, 'the config directory is not a directory: cannot look for configs that hold the plugin');
+        return { unpatched: [], failed: [`${netDir} (is not a directory)`] };
+      }
+    }
+    found = listed ?? [];
   } catch (err) {
     // net.d cannot be looked into: its configs may hold the plugin, so nothing may be called done.
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
@@ -97,9 +137,11 @@ export async function unpatchNode(
     return { unpatched: [], failed: [`${netDir} (cannot be listed: ${code})`] };
   }
   const configs = [...found, ...listBackups(root, netDir, pluginType)];
+  // Multus delegates named by path, wherever they live: the configs in net.d say where they are.
+  const extras = [...extraFiles, ...delegateFiles(root, found, maxBytes)];
   // Former symlink targets the daemon once patched: a retargeted link left them behind, still chained.
   const listed = new Set(configs.map((c) => c.file));
-  for (const file of extraFiles) if (!listed.has(file)) configs.push({ name: file, file, libcni: false });
+  for (const file of extras) if (!listed.has(file)) configs.push({ name: file, file, libcni: false });
   const result: UnpatchResult = { unpatched: [], failed: [] };
   const queue = [...configs];
   const workers = Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
@@ -119,7 +161,7 @@ export async function unpatchNode(
   await Promise.all(workers);
   // Converted .conf links go back as they were; the conflists made from them go.
   try {
-    const removed = restoreParkedLinks(root, netDir, log);
+    const removed = restoreParkedLinks(root, netDir, pluginType, maxBytes, log);
     result.failed = result.failed.filter((name) => !removed.includes(name));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Config } from '../../config.js';
 import { statSync, type Stats } from 'node:fs';
 import { chainState, ConfigParseError, planPatch, scanConfig, type ChainedPlugin } from '../../cni/conflist.js';
-import { compareNames, isOwnedCopyName } from '../../cni/names.js';
+import { compareNames, isLibcniName, isOwnedCopyName } from '../../cni/names.js';
 import { loadedConfig, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import { withDirSync } from '../../fs/dir.js';
@@ -83,6 +83,9 @@ function metaState(root: HostRoot, meta: Delegation, bytes: Buffer, plugin: Chai
     }
     case 'name':
       return { state: 'unresolved', detail: delegationProblem.byName(meta.name) };
+    case 'auto':
+      // Decided by the config after it (inspectNode): this one alone cannot say.
+      return { state: 'unresolved', detail: delegationProblem.auto };
     default:
       return { state: 'invalid', detail: delegationProblem.noDelegate };
   }
@@ -151,6 +154,13 @@ export function inspectNode(root: HostRoot, config: CheckConfig, plugin: Chained
         ...(c.undecodable === true ? { state: 'unresolved', detail: 'name is not valid UTF-8: cni-chainer cannot open it' } : stateOf(root, c.file, plugin, config.maxConfigBytes)),
       }),
     );
+  // Multus' shim with no network named: its daemon runs the first other config the runtime could load.
+  reports.forEach((report, k) => {
+    if (report.meta !== true || report.detail !== delegationProblem.auto) return;
+    const next = reports.slice(k + 1).find((r) => r.meta !== true && isLibcniName(r.name));
+    report.state = next?.state ?? 'unresolved';
+    report.detail = next === undefined ? `${delegationProblem.auto}, and there is none` : `${delegationProblem.auto}: ${next.name}`;
+  });
   if (config.mode === 'owned') checkOwnedCopy(root, config, plugin, reports, configs);
   const chained = binary.present && reports.some((r) => r.loaded && r.state === 'chained');
   return { netDir: config.netDir, netDirExists: true, loaded, binary, chained, configs: reports };

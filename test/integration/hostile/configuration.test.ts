@@ -22,7 +22,7 @@ describe('configuration and messages', () => {
     }
   });
 
-  it('17. check and uninstall with net.d a regular file: a clear answer, no stack', async () => {
+  it('check and uninstall with net.d a regular file: a clear answer and exit 1 from both, no stack', async () => {
     const host = new NodeHost({ netDir: false });
     mkdirSync(path.dirname(host.netDir), { recursive: true });
     writeFileSync(host.netDir, 'not a directory');
@@ -30,10 +30,10 @@ describe('configuration and messages', () => {
     expect(check.code).toBe(1);
     expect(check.stdout).toBe('/etc/cni/net.d: is not a directory\nnot chained: no CNI config can be read\n');
     expect(check.stderr).toBe('');
-    // Nothing can hold the plugin where there is no directory: uninstall has nothing to do.
+    // uninstall cannot look for configs that hold the plugin either: it says so, as check does.
     const uninstall = await host.cli(['uninstall']);
-    expect(uninstall.code).toBe(0);
-    expect(uninstall.stderr).toBe('');
+    expect(uninstall.code).toBe(1);
+    expect(uninstall.stderr).toBe('cni-chainer: uninstall incomplete: the plugin is still in "/etc/cni/net.d (is not a directory)"\n');
   });
 
   it('17. check escapes a config name with a newline', async () => {

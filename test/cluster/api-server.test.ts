@@ -1,0 +1,181 @@
+// The manifests and the agent against a real control plane (test/cluster/control-plane.ts): etcd,
+// kube-apiserver with its authorizers and admission plugins, the controller manager and the
+// scheduler, all built from their Go modules. deploy/base is applied with kubectl as operators apply
+// it; the DaemonSet controller makes a pod for each node and the scheduler binds it. There is no
+// kubelet here: the agent runs as a process on a scratch node, with the service-account token the
+// API server issues for the pod on that node, and the test sends the SIGTERM a kubelet would.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fixture } from '../helpers/fixtures.js';
+import { freePort, NodeHost, probe, type DaemonProcess } from '../helpers/node-host.js';
+import { repoRoot } from '../helpers/addon-path.js';
+import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
+import { ControlPlane, clusterBinDir } from './control-plane.js';
+
+const NS = 'linkerd-cni';
+const TAINT = 'cni-chainer.io/agent-not-ready';
+const CONFIG = '10-flannel.conflist';
+
+interface PodInfo {
+  name: string;
+  uid: string;
+  node: string;
+}
+
+let cp: ControlPlane;
+const pods = new Map<string, PodInfo>();
+
+function json<T>(args: string[]): T {
+  return JSON.parse(cp.kubectl([...args, '-o', 'json'])) as T;
+}
+
+function taintsOf(node: string): string[] {
+  return (json<{ spec: { taints?: Array<{ key: string }> } }>(['get', 'node', node]).spec.taints ?? []).map((t) => t.key);
+}
+
+/** A pod-bound token for the DaemonSet's pod on `node`, as the kubelet mounts it. */
+function serviceAccountDir(node: string): string {
+  const pod = pods.get(node)!;
+  const dir = tempDir('cc-sa-');
+  const token = cp.kubectl(['create', 'token', 'linkerd-cni', '-n', NS, '--bound-object-kind', 'Pod', '--bound-object-name', pod.name, '--bound-object-uid', pod.uid, '--duration', '1h']).trim();
+  writeFileSync(path.join(dir, 'token'), token);
+  writeFileSync(path.join(dir, 'ca.crt'), readFileSync(cp.pki.caCert));
+  writeFileSync(path.join(dir, 'namespace'), NS);
+  return dir;
+}
+
+/** The agent on the scratch node `host`, as the pod on `node`. */
+async function agentOn(host: NodeHost, node: string, extra: NodeJS.ProcessEnv = {}): Promise<{ daemon: DaemonProcess; port: number }> {
+  const port = await freePort();
+  const daemon = await host.started({
+    SERVICEACCOUNT_PATH: serviceAccountDir(node),
+    KUBERNETES_SERVICE_HOST: '127.0.0.1',
+    KUBERNETES_SERVICE_PORT: String(cp.apiPort),
+    POD_NAME: pods.get(node)!.name,
+    POD_NAMESPACE: NS,
+    NODE_NAME: node,
+    HEALTH_PORT: String(port),
+    ...extra,
+  });
+  return { daemon, port };
+}
+
+beforeAll(async () => {
+  // The suite's own directory: tempDir's go after each test, the cluster lives for the file.
+  cp = new ControlPlane(mkdtempSync(path.join(tmpdir(), 'cc-cluster-')), clusterBinDir());
+  await cp.start();
+  // Two nodes, registered with the startup taint as kubelet --register-with-taints would.
+  for (const node of ['node-a', 'node-b']) {
+    cp.kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: node, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/hostname': node } }, spec: { taints: [{ key: TAINT, effect: 'NoSchedule' }] } }) });
+    // What a kubelet reports of its node: without it the scheduler finds no room for a pod.
+    const room = { cpu: '2', memory: '4Gi', pods: '110' };
+    cp.kubectl(['patch', 'node', node, '--subresource=status', '--type', 'merge', '-p', JSON.stringify({ status: { capacity: room, allocatable: room } })]);
+  }
+  cp.kubectl(['apply', '-k', path.join(repoRoot, 'deploy', 'base')]);
+  await waitFor(
+    () => {
+      const list = json<{ items: Array<{ metadata: { name: string; uid: string }; spec: { nodeName?: string } }> }>(['get', 'pods', '-n', NS]).items;
+      for (const p of list) if (p.spec.nodeName !== undefined) pods.set(p.spec.nodeName, { name: p.metadata.name, uid: p.metadata.uid, node: p.spec.nodeName });
+      return pods.size === 2;
+    },
+    'the DaemonSet pod of each node, scheduled',
+    60_000,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n${cp.logTail('kube-controller-manager', 15)}\n${cp.logTail('kube-scheduler', 15)}`);
+  });
+}, 600_000);
+
+afterAll(async () => {
+  await cp?.stop();
+  if (cp !== undefined) rmSync(cp.dir, { recursive: true, force: true });
+});
+
+describe('deploy/base on a real API server', () => {
+  it('is admitted as applied: the Pod Security label and the quota for system-node-critical let its pods in', () => {
+    expect([...pods.keys()].sort()).toEqual(['node-a', 'node-b']);
+    // The same pod in a namespace with neither: refused by each admission plugin in turn.
+    const pod = json<Record<string, unknown> & { metadata: Record<string, unknown>; spec: Record<string, unknown> }>(['get', 'pod', '-n', NS, pods.get('node-a')!.name]);
+    const copy = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'copy' }, spec: { ...pod.spec, nodeName: undefined, serviceAccountName: undefined, serviceAccount: undefined, volumes: (pod.spec.volumes as Array<{ name: string }>).filter((v) => !v.name.startsWith('kube-api-access')), containers: (pod.spec.containers as Array<{ volumeMounts: Array<{ name: string }> }>).map((c) => ({ ...c, volumeMounts: c.volumeMounts.filter((m) => !m.name.startsWith('kube-api-access')) })) } };
+    cp.kubectl(['create', 'namespace', 'baseline']);
+    cp.kubectl(['label', 'namespace', 'baseline', 'pod-security.kubernetes.io/enforce=baseline']);
+    expect(() => cp.kubectl(['create', '-n', 'baseline', '-f', '-'], { input: JSON.stringify(copy) })).toThrow(/violates PodSecurity "baseline:latest".*hostPath/s);
+    cp.kubectl(['create', 'namespace', 'no-quota']);
+    cp.kubectl(['label', 'namespace', 'no-quota', 'pod-security.kubernetes.io/enforce=privileged']);
+    expect(() => cp.kubectl(['create', '-n', 'no-quota', '-f', '-'], { input: JSON.stringify(copy) })).toThrow(/insufficient quota to match these scopes/);
+  });
+
+  it('grants the service account exactly what the agent and the plugin use', () => {
+    const sa = `system:serviceaccount:${NS}:linkerd-cni`;
+    const can = (verb: string, resource: string, ns?: string) => {
+      try {
+        return cp.kubectl(['auth', 'can-i', verb, resource, '--as', sa, ...(ns === undefined ? [] : ['-n', ns])]).trim() === 'yes';
+      } catch {
+        return false;
+      }
+    };
+    expect(can('get', 'pods', 'default')).toBe(true);
+    expect(can('delete', 'pods', 'default')).toBe(true);
+    expect(can('get', 'daemonsets.apps/linkerd-cni', NS)).toBe(true);
+    expect(can('get', 'daemonsets.apps/other', NS)).toBe(false);
+    expect(can('get', 'daemonsets.apps/linkerd-cni', 'default')).toBe(false);
+    expect(can('patch', 'nodes')).toBe(true);
+    expect(can('update', 'nodes')).toBe(false);
+    expect(can('delete', 'nodes')).toBe(false);
+    expect(can('create', 'events.events.k8s.io', 'default')).toBe(true);
+    expect(can('patch', 'events.events.k8s.io', 'default')).toBe(true);
+    expect(can('get', 'secrets', NS)).toBe(false);
+    expect(can('create', 'pods', NS)).toBe(false);
+    // The whole list: nothing beyond the manifest's rules and what every authenticated user gets.
+    const list = cp.kubectl(['auth', 'can-i', '--list', '--as', sa, '-n', NS]);
+    const resources = list
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim().split(/\s+/)[0])
+      .filter((r): r is string => r !== undefined && r !== '' && !r.startsWith('['));
+    // (clustertrustbundles: every authenticated user may read them, system:basic-user.)
+    const expected = ['clustertrustbundles.certificates.k8s.io', 'pods', 'nodes', 'namespaces', 'services', 'events.events.k8s.io', 'daemonsets.apps', 'selfsubjectreviews.authentication.k8s.io', 'selfsubjectaccessreviews.authorization.k8s.io', 'selfsubjectrulesreviews.authorization.k8s.io'];
+    expect(resources.filter((r) => !expected.includes(r))).toEqual([]);
+  });
+});
+
+describe('the agent with its pod-bound token', () => {
+  it('takes the startup taint off its own node once chained, and says so in an Event', async () => {
+    const host = new NodeHost();
+    host.putFixture(CONFIG);
+    const { daemon, port } = await agentOn(host, 'node-a');
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await waitFor(() => !taintsOf('node-a').includes(TAINT), 'the taint removed from node-a', 20_000);
+    // The other node keeps its taint: its own agent has not chained it.
+    expect(taintsOf('node-b')).toContain(TAINT);
+    await waitFor(() => cp.kubectl(['events', '--for', 'node/node-a']).includes('Chained'), 'the Chained event on node-a', 20_000);
+    // A restart: the DaemonSet is there, so the node stays chained and the binary stays.
+    expect((await daemon.stop()).code).toBe(0);
+    expect(host.isChained(CONFIG)).toBe(true);
+  });
+
+  it("refuses node-a's token any change to node-b, and any change to node-a but the taint's removal", () => {
+    const token = serviceAccountDir('node-a');
+    const bearer = readFileSync(path.join(token, 'token'), 'utf8');
+    const removeTaint = JSON.stringify([{ op: 'test', path: '/spec/taints', value: [{ key: TAINT, effect: 'NoSchedule' }] }, { op: 'replace', path: '/spec/taints', value: [] }]);
+    expect(() => cp.kubectl(['patch', 'node', 'node-b', '--type', 'json', '-p', removeTaint], { token: bearer })).toThrow(/the agent may change only the node its pod runs on/);
+    expect(taintsOf('node-b')).toContain(TAINT);
+    expect(() => cp.kubectl(['label', 'node', 'node-a', 'evil=yes'], { token: bearer })).toThrow(/the agent may only remove its startup taint/);
+    expect(() => cp.kubectl(['taint', 'node', 'node-a', 'other=x:NoSchedule'], { token: bearer })).toThrow(/the agent may only remove its startup taint/);
+  });
+
+  it('kubectl delete -k deploy/base: the SIGTERM that follows uninstalls, and the node is byte-identical', async () => {
+    const host = new NodeHost();
+    host.putFixture(CONFIG);
+    const { daemon } = await agentOn(host, 'node-b');
+    await waitFor(() => host.isChained(CONFIG), 'chained');
+    cp.kubectl(['delete', '-k', path.join(repoRoot, 'deploy', 'base'), '--wait=false']);
+    expect((await daemon.stop()).code).toBe(0);
+    expect(host.read(CONFIG)).toBe(fixture(CONFIG));
+    expect(daemon.logs.items.find((l) => l.msg === 'uninstalling: removing the plugin from every config')).toBeDefined();
+    expect(readdirSync(host.netDir)).toEqual([CONFIG]);
+    expect(readdirSync(host.binDir)).toEqual([]);
+  });
+});

@@ -1,0 +1,191 @@
+// A Kubernetes control plane for the cluster suite, built from the pinned tools module
+// (scripts/build-cluster.sh): etcd, kube-apiserver with the RBAC and Node authorizers and the
+// NodeRestriction, PodSecurity, Priority and ResourceQuota admission plugins (ResourceQuota limiting
+// the critical priority classes as GKE's API servers do), kube-controller-manager and kube-scheduler.
+// Loopback only, ports picked free, everything in one scratch directory that goes with it.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { freePort } from '../../bench/free-port.js';
+import { repoRoot } from '../helpers/addon-path.js';
+import { makePki, type Pki } from './pki.js';
+
+/** The cluster binaries, built (or found in the cache) by the one script that builds them. */
+export function clusterBinDir(): string {
+  const out = execFileSync('bash', [path.join(repoRoot, 'scripts', 'build-cluster.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 3_600_000 });
+  return out.trim().split('\n').at(-1)!;
+}
+
+const ADMIN_TOKEN = 'cni-chainer-test-admin';
+const CONTROLLER_TOKEN = 'cni-chainer-test-controllers';
+
+export class ControlPlane {
+  private readonly children: ChildProcess[] = [];
+  readonly pki: Pki;
+  apiPort = 0;
+  private logs: string;
+
+  constructor(
+    readonly dir: string,
+    readonly bin: string,
+  ) {
+    mkdirSync(dir, { recursive: true });
+    this.logs = path.join(dir, 'logs');
+    mkdirSync(this.logs);
+    this.pki = makePki(dir);
+  }
+
+  get server(): string {
+    return `https://127.0.0.1:${this.apiPort}`;
+  }
+
+  /** A kubeconfig for `token`, written into the scratch directory. */
+  kubeconfig(name: string, token: string): string {
+    const file = path.join(this.dir, `${name}.kubeconfig`);
+    const ca = readFileSync(this.pki.caCert).toString('base64');
+    writeFileSync(
+      file,
+      `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: ${this.server}\n    certificate-authority-data: ${ca}\nusers:\n- name: u\n  user:\n    token: ${token}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n`,
+    );
+    return file;
+  }
+
+  get adminKubeconfig(): string {
+    return path.join(this.dir, 'admin.kubeconfig');
+  }
+
+  /** kubectl as the cluster admin (or as `token`); its output. */
+  kubectl(args: string[], options: { token?: string; input?: string } = {}): string {
+    const auth = options.token === undefined ? ['--kubeconfig', this.adminKubeconfig] : ['--kubeconfig', this.adminKubeconfig, '--token', options.token];
+    try {
+      return execFileSync(path.join(this.bin, 'kubectl'), [...auth, ...args], { encoding: 'utf8', input: options.input, stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
+    } catch (err) {
+      // kubectl's own words, not just "Command failed".
+      const e = err as Error & { stderr?: string; stdout?: string };
+      throw new Error(`kubectl ${args.join(' ')}: ${e.stderr ?? ''}${e.stdout ?? ''}`.trim());
+    }
+  }
+
+  async start(): Promise<void> {
+    const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
+    this.apiPort = apiPort;
+    this.run('etcd', [
+      '--data-dir', path.join(this.dir, 'etcd'),
+      '--listen-client-urls', `http://127.0.0.1:${etcdClient}`,
+      '--advertise-client-urls', `http://127.0.0.1:${etcdClient}`,
+      '--listen-peer-urls', `http://127.0.0.1:${etcdPeer}`,
+      '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
+      '--initial-cluster', `default=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
+    ]);
+    // Static tokens for the admin and the controllers; every pod's token is a real service-account token.
+    writeFileSync(path.join(this.dir, 'tokens.csv'), `${ADMIN_TOKEN},admin,admin,system:masters\n${CONTROLLER_TOKEN},controllers,controllers,system:masters\n`);
+    writeFileSync(
+      path.join(this.dir, 'admission.yaml'),
+      [
+        'apiVersion: apiserver.config.k8s.io/v1',
+        'kind: AdmissionConfiguration',
+        'plugins:',
+        '- name: ResourceQuota',
+        '  configuration:',
+        '    apiVersion: apiserver.config.k8s.io/v1',
+        '    kind: ResourceQuotaConfiguration',
+        '    limitedResources:',
+        '    - resource: pods',
+        '      matchScopes:',
+        '      - scopeName: PriorityClass',
+        '        operator: In',
+        '        values: ["system-node-critical", "system-cluster-critical"]',
+        '',
+      ].join('\n'),
+    );
+    this.run('kube-apiserver', [
+      '--etcd-servers', `http://127.0.0.1:${etcdClient}`,
+      '--bind-address', '127.0.0.1',
+      '--advertise-address', '127.0.0.1',
+      '--secure-port', String(apiPort),
+      '--tls-cert-file', this.pki.serverCert,
+      '--tls-private-key-file', this.pki.serverKey,
+      '--client-ca-file', this.pki.caCert,
+      '--token-auth-file', path.join(this.dir, 'tokens.csv'),
+      '--authorization-mode', 'Node,RBAC',
+      '--enable-admission-plugins', 'NodeRestriction,PodSecurity,Priority,ResourceQuota',
+      '--admission-control-config-file', path.join(this.dir, 'admission.yaml'),
+      '--service-account-issuer', 'https://kubernetes.default.svc',
+      '--service-account-key-file', this.pki.saPub,
+      '--service-account-signing-key-file', this.pki.saKey,
+      '--api-audiences', 'https://kubernetes.default.svc',
+      // Never contacted: no kube-proxy here, and the agent is given 127.0.0.1.
+      '--service-cluster-ip-range', '10.96.0.0/16',
+      '--allow-privileged',
+      // The kubernetes Service's endpoints would be 127.0.0.1, which it refuses; nothing uses them here.
+      '--endpoint-reconciler-type', 'none',
+      '--profiling=false',
+    ]);
+    this.kubeconfig('admin', ADMIN_TOKEN);
+    await this.waitHealthy();
+    const controllers = this.kubeconfig('controllers', CONTROLLER_TOKEN);
+    this.run('kube-controller-manager', [
+      '--kubeconfig', controllers,
+      '--authentication-kubeconfig', controllers,
+      '--authorization-kubeconfig', controllers,
+      '--bind-address', '127.0.0.1',
+      '--secure-port', String(await freePort()),
+      '--root-ca-file', this.pki.caCert,
+      '--service-account-private-key-file', this.pki.saKey,
+      '--controllers', 'daemonset,serviceaccount,namespace,garbagecollector,resourcequota,nodelifecycle,serviceaccount-token,root-ca-cert-publisher',
+      '--leader-elect=false',
+      '--profiling=false',
+    ]);
+    this.run('kube-scheduler', [
+      '--kubeconfig', controllers,
+      '--authentication-kubeconfig', controllers,
+      '--authorization-kubeconfig', controllers,
+      '--bind-address', '127.0.0.1',
+      '--secure-port', String(await freePort()),
+      '--leader-elect=false',
+      '--profiling=false',
+    ]);
+  }
+
+  private run(name: string, args: string[]): ChildProcess {
+    const out = path.join(this.logs, `${name}.log`);
+    const child = spawn('sh', ['-c', `exec "$0" "$@" >>"${out}" 2>&1`, path.join(this.bin, name), ...args], { stdio: 'ignore' });
+    this.children.push(child);
+    return child;
+  }
+
+  /** The tail of a component's log, for a failure message. */
+  logTail(name: string, lines = 30): string {
+    try {
+      return readFileSync(path.join(this.logs, `${name}.log`), 'utf8').split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  private async waitHealthy(): Promise<void> {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      try {
+        if (this.kubectl(['get', '--raw', '/readyz']).trim() === 'ok') return;
+      } catch {
+        // not yet
+      }
+      const exited = this.children.find((c) => c.exitCode !== null);
+      if (exited !== undefined) throw new Error(`a control-plane component exited:\n${this.logTail('kube-apiserver', 5)}\n${this.logTail('etcd', 5)}`);
+      if (Date.now() > deadline) throw new Error(`kube-apiserver not ready after 120 s:\n${this.logTail('kube-apiserver')}\n${this.logTail('etcd')}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
+  /** SIGTERM, then SIGKILL for whatever is still there after 5 s (the API server drains for long). */
+  async stop(): Promise<void> {
+    const running = this.children.filter((c) => c.exitCode === null && c.signalCode === null);
+    const exited = running.map((c) => new Promise((resolve) => c.once('exit', resolve)));
+    for (const child of running.reverse()) child.kill('SIGTERM');
+    const timer = setTimeout(() => running.forEach((c) => c.kill('SIGKILL')), 5_000);
+    await Promise.all(exited);
+    clearTimeout(timer);
+  }
+}

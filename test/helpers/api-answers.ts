@@ -1,0 +1,59 @@
+// An API server that gives recorded answers (test/fixtures/api/) on loopback, for the agent's calls
+// to the API server without a cluster. Each path gets a status and a fixture, or no answer at all.
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { afterEach } from 'vitest';
+import { repoRoot } from './addon-path.js';
+
+export type Answer = { status: number; fixture: string } | 'no answer';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+export function apiFixture(name: string): string {
+  return readFileSync(path.join(repoRoot, 'test', 'fixtures', 'api', name), 'utf8');
+}
+
+export class RecordedApi {
+  readonly requests: Array<{ method: string; url: string; authorization: string | undefined; body: string }> = [];
+  private server!: Server;
+  port = 0;
+
+  constructor(private readonly answers: Record<string, Answer>) {}
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        this.requests.push({ method: req.method!, url: req.url!, authorization: req.headers.authorization, body });
+        const answer = this.answers[`${req.method} ${req.url}`];
+        if (answer === 'no answer') return; // hangs until the client gives up
+        if (answer === undefined) {
+          res.writeHead(404, { 'content-type': 'application/json' }).end(apiFixture('not-found.json'));
+          return;
+        }
+        res.writeHead(answer.status, { 'content-type': 'application/json' }).end(apiFixture(answer.fixture));
+      });
+    });
+    servers.push(this.server);
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+    return this;
+  }
+
+  /** The agent's environment for this server: plain HTTP on loopback, this pod and node. */
+  env(): NodeJS.ProcessEnv {
+    return { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(this.port), KUBERNETES_SERVICE_PROTOCOL: 'http', POD_NAME: 'linkerd-cni-x7k2p', POD_NAMESPACE: 'linkerd-cni' };
+  }
+}
+
+export const POD = 'GET /api/v1/namespaces/linkerd-cni/pods/linkerd-cni-x7k2p';
+export const DAEMONSET = 'GET /apis/apps/v1/namespaces/linkerd-cni/daemonsets/linkerd-cni';
