@@ -20,6 +20,8 @@ const MAX_NOTE = 1024;
 
 interface Series {
   name: string | undefined;
+  /** The POST that creates the Event: the series is written after it. */
+  created: Promise<void>;
   count: number;
   sentCount: number;
   lastObserved: string;
@@ -38,6 +40,8 @@ export class NodeEvents {
     private readonly instance: string,
     private readonly log: Logger,
     private readonly now: () => number = Date.now,
+    /** How long repeats gather before the series is written (a test shortens it). */
+    private readonly seriesUpdateMs = SERIES_UPDATE_MS,
   ) {}
 
   record(reason: NodeEventReason, note: string, type: 'Normal' | 'Warning'): void {
@@ -48,9 +52,9 @@ export class NodeEvents {
     if (known !== undefined) {
       known.count++;
       known.lastObserved = at;
-      if (known.timer === undefined && known.name !== undefined) {
+      if (known.timer === undefined) {
         // The series is brought up to date later, once, whatever comes meanwhile.
-        known.timer = setTimeout(() => this.track(this.updateSeries(known)), SERIES_UPDATE_MS);
+        known.timer = setTimeout(() => this.track(this.updateSeries(known)), this.seriesUpdateMs);
         known.timer.unref();
       }
       return;
@@ -61,9 +65,10 @@ export class NodeEvents {
     }
     if (this.newInWindow >= MAX_NEW_PER_WINDOW) return;
     this.newInWindow++;
-    const series: Series = { name: undefined, count: 1, sentCount: 1, lastObserved: at, timer: undefined };
+    const series: Series = { name: undefined, created: Promise.resolve(), count: 1, sentCount: 1, lastObserved: at, timer: undefined };
     this.series.set(key, series);
-    this.track(this.create(series, reason, text, type, at));
+    series.created = this.create(series, reason, text, type, at);
+    this.track(series.created);
   }
 
   /** Waits for what is under way (at stop, within its deadline). */
@@ -103,6 +108,7 @@ export class NodeEvents {
 
   private async updateSeries(series: Series): Promise<void> {
     series.timer = undefined;
+    await series.created.catch(() => {});
     if (series.name === undefined || series.count === series.sentCount) return;
     const patch = { series: { count: series.count, lastObservedTime: series.lastObserved.replace(/Z$/, '000Z') } };
     const answer = await this.client.send('PATCH', `/apis/events.k8s.io/v1/namespaces/${NAMESPACE}/events/${encodeURIComponent(series.name)}`, patch, 'application/merge-patch+json');

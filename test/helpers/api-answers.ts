@@ -8,6 +8,8 @@ import { afterEach } from 'vitest';
 import { repoRoot } from './addon-path.js';
 
 export type Answer = { status: number; fixture: string } | 'no answer';
+/** One answer for every request, or one per request in turn (the last one repeats). */
+export type Answers = Answer | Answer[];
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -26,7 +28,13 @@ export class RecordedApi {
   private server!: Server;
   port = 0;
 
-  constructor(private readonly answers: Record<string, Answer>) {}
+  constructor(private readonly answers: Record<string, Answers>) {}
+
+  private answerFor(key: string): Answer | undefined {
+    const found = this.answers[key];
+    if (!Array.isArray(found)) return found;
+    return found.length > 1 ? found.shift() : found[0];
+  }
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
@@ -34,7 +42,7 @@ export class RecordedApi {
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
         this.requests.push({ method: req.method!, url: req.url!, authorization: req.headers.authorization, body });
-        const answer = this.answers[`${req.method} ${req.url}`];
+        const answer = this.answerFor(`${req.method} ${req.url}`) ?? this.answerFor(`${req.method} ${req.url!.replace(/\/[^/]+$/, '/*')}`);
         if (answer === 'no answer') return; // hangs until the client gives up
         if (answer === undefined) {
           res.writeHead(404, { 'content-type': 'application/json' }).end(apiFixture('not-found.json'));
