@@ -1,4 +1,4 @@
-// `npm run bench -- [--files 1000] [--paced 200] [--interval-ms 5] [--repeat 3] [--idle-s 10]
+// `npm run bench -- [--files 1000] [--paced 200] [--interval-ms 5] [--repeat 3] [--idle-s 60]
 //                   [--backends native,parcel] [--disks disk,tmpfs] [--out bench/results] [--tmp DIR]
 //                   [--scale 1000,2000]`
 import { readFileSync } from 'node:fs';
@@ -24,7 +24,7 @@ export const REPEAT = Number(option('repeat', '3'));
 export const DISKS = option('disks', 'disk,tmpfs').split(',');
 export const PACED = Number(option('paced', '200'));
 export const INTERVAL_MS = Number(option('interval-ms', '5'));
-export const IDLE_S = Number(option('idle-s', '10'));
+export const IDLE_S = Number(option('idle-s', '60'));
 /** The two sizes of the start with existing configs (bench/start-scaling.ts). */
 export const SCALE = option('scale', '1000,2000').split(',').map(Number) as [number, number];
 export const BACKENDS = option('backends', 'native,parcel').split(',') as WatchBackendName[];

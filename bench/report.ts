@@ -62,7 +62,9 @@ export function targets(run: RunResult): Target[] {
   out.push({ what: `start with ${small!.configs} / ${large!.configs} configs (10% .conf): exec → all chained`, measured: `${f(large!.ms, 0)} / ${f(small!.ms, 0)} ms = ${f(run.scaling.ratio, 2)}x`, target: '<= 2.2x', pass: run.scaling.ratio <= 2.2 });
   const startExtra = run.start.agentMs - run.start.bareMs;
   out.push({ what: "start: exec → first config patched, minus a bare node -e ''", measured: `${f(run.start.agentMs, 0)} - ${f(run.start.bareMs, 0)} = ${f(startExtra, 0)} ms`, target: '<= 40 ms', pass: startExtra <= 40 });
-  out.push({ what: `idle CPU over ${IDLE_S} s`, measured: `${f(run.idleCpuS, 3)} s`, target: '~0', pass: run.idleCpuS <= 0.05 });
+  // Idle: probed as the kubelet probes, at most 1 ms of CPU per second (the performance issue).
+  const idleMsPerS = IDLE_S > 0 ? (run.idleCpuS * 1000) / IDLE_S : 0;
+  out.push({ what: `idle CPU over ${IDLE_S} s, probed every 5 s`, measured: `${f(run.idleCpuS * 1000, 0)} ms = ${f(idleMsPerS, 2)} ms/s`, target: '<= 1 ms/s', pass: idleMsPerS <= 1 });
   return out;
 }
 
