@@ -108,11 +108,11 @@ async function run(config: Config): Promise<number> {
   await optimizeHeapForSize();
   if (scanning && config.healthPort !== 0 && stopping === undefined) {
     const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/http/health-server.js'), import('./daemon/http/health-port.js')]);
-    const server = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics, log);
-    const ports = [new HealthPort(server, config.healthPort, config.healthHost, log, () => daemon.anotherInstanceMayHoldPort(), 'HEALTH_PORT')];
+    const source = { alive: () => daemon.watching, readiness: () => daemon.readiness.report() };
+    const ownerMayHoldPort = () => daemon.anotherInstanceMayHoldPort();
+    const ports = [new HealthPort(new HealthServer(source, metrics, log), config.healthPort, config.healthHost, log, ownerMayHoldPort, 'HEALTH_PORT')];
     if (config.metricsPort !== 0) {
-      const metricsServer = new HealthServer({ alive: () => daemon.watching, readiness: () => daemon.readiness.report() }, metrics, log, undefined, 'metrics');
-      ports.push(new HealthPort(metricsServer, config.metricsPort, config.metricsHost, log, () => daemon.anotherInstanceMayHoldPort(), 'METRICS_PORT'));
+      ports.push(new HealthPort(new HealthServer(source, metrics, log, undefined, 'metrics'), config.metricsPort, config.metricsHost, log, ownerMayHoldPort, 'METRICS_PORT'));
     }
     health = { close: () => Promise.all(ports.map((p) => p.close())).then(() => {}) };
     daemon.onRoleChange = (role) => void Promise.all(ports.map((p) => (role === 'passive' ? p.release() : p.reclaim())));

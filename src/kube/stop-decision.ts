@@ -25,6 +25,11 @@ export type StopDecision = { kind: 'uninstall'; reason: string } | { kind: 'keep
 /** An answer, or why there was none. */
 export type Lookup<T> = ApiAnswer<T> | { error: string };
 
+/** The DaemonSet that controls the pod, as its ownerReferences name it. */
+function daemonSetOwner(pod: PodObject | undefined): OwnerReference | undefined {
+  return pod?.metadata?.ownerReferences?.find((o) => o.kind === 'DaemonSet' && o.controller === true);
+}
+
 /** The decision table, pure: the pod's answer, then (if it names one) its DaemonSet's. */
 export function decideStop(pod: Lookup<PodObject>, daemonSet: Lookup<DaemonSetObject> | undefined): StopDecision {
   if ('error' in pod) return { kind: 'keep', reason: `the API server did not answer for this pod (${pod.error}): keeping the node chained` };
@@ -36,7 +41,7 @@ export function decideStop(pod: Lookup<PodObject>, daemonSet: Lookup<DaemonSetOb
     return { kind: 'uninstall', reason: `the API server answered ${pod.status} for this pod: its service account, which the chained plugin uses too, may no longer read pods (removed with deploy/?)` };
   }
   if (pod.status !== 200) return { kind: 'keep', reason: `the API server answered ${pod.status} for this pod: keeping the node chained` };
-  const owner = pod.body?.metadata?.ownerReferences?.find((o) => o.kind === 'DaemonSet' && o.controller === true);
+  const owner = daemonSetOwner(pod.body);
   if (owner?.name === undefined) return { kind: 'keep', reason: 'this pod has no DaemonSet owner: keeping the node chained (cni-chainer uninstall removes it)' };
   if (daemonSet === undefined) return { kind: 'keep', reason: `DaemonSet ${owner.name} was not looked up: keeping the node chained` };
   if ('error' in daemonSet) return { kind: 'keep', reason: `the API server did not answer for DaemonSet ${owner.name} (${daemonSet.error}): keeping the node chained` };
@@ -61,7 +66,7 @@ async function lookup<T>(client: ApiClient, apiPath: string): Promise<Lookup<T>>
 export async function askStop(client: ApiClient, namespace: string, podName: string): Promise<StopDecision> {
   const ns = encodeURIComponent(namespace);
   const pod = await lookup<PodObject>(client, `/api/v1/namespaces/${ns}/pods/${encodeURIComponent(podName)}`);
-  const owner = 'error' in pod ? undefined : pod.body?.metadata?.ownerReferences?.find((o) => o.kind === 'DaemonSet' && o.controller === true);
+  const owner = 'error' in pod ? undefined : daemonSetOwner(pod.body);
   const daemonSet = owner?.name === undefined ? undefined : await lookup<DaemonSetObject>(client, `/apis/apps/v1/namespaces/${ns}/daemonsets/${encodeURIComponent(owner.name)}`);
   return decideStop(pod, daemonSet);
 }

@@ -47,7 +47,8 @@ export class HealthServer {
   private lastTick = monotonicMs();
   private lastStallAt = -Infinity;
   private lastStallMs = 0;
-  private readonly ticker: NodeJS.Timeout;
+  /** Only where /healthz is served: a metrics-only server has no stall to report. */
+  private readonly ticker: NodeJS.Timeout | undefined;
   private registry: Promise<Registry> | undefined;
   /** When the pool job still out was sent (monotonic ms), or undefined. */
   private poolJobSince: number | undefined;
@@ -63,8 +64,10 @@ export class HealthServer {
     /** One trivial job on libuv's thread pool, and how long it may be out (tests hang it). */
     private readonly pool: { job: () => Promise<unknown>; stallMs: number } = { job: () => stat('/'), stallMs: MAX_POOL_STALL_MS },
   ) {
-    this.ticker = setInterval(() => this.tick(), TICK_MS);
-    this.ticker.unref();
+    if (routes === 'probes') {
+      this.ticker = setInterval(() => this.tick(), TICK_MS);
+      this.ticker.unref();
+    }
     // A request that fails is answered 500 and logged: an unhandled rejection would end the process
     // (Node's default), and with it the watch, over a scrape.
     // On the host's network anything on the node may connect: a client that never finishes its request

@@ -3,7 +3,7 @@
 // its place. Part of the in-place keeper's write step (reconciler.ts, (4) write).
 import path from 'node:path';
 import { madeByConversion, planPatch } from '../../cni/conflist.js';
-import { libcniOrder, parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';
+import { conflistName, libcniOrder, parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';
 import { unlinkIfUnchanged, writeFileAtomic } from '../../fs/atomic-write.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import { sha256 } from '../../fs/content-hash.js';
@@ -99,6 +99,19 @@ export async function convertConf(
   keeper.deps.log.info({ file: name, to: destName }, 'upgraded single-plugin config to a chained conflist');
   if (removed) keeper.forget(name);
   else keeper.retrigger(name); // rewritten meanwhile: convert the newer version
+}
+
+/**
+ * What has taken the place of a parked link's conversion since it was made (a SIGKILL may leave the
+ * link parked for long): the primary's new `X.conf`, or a conflist of that name that is not our
+ * conversion (conflist.ts madeByConversion), its own. Either way the parked link is stale: put back,
+ * its `.conf` would sort before the conflist and be loaded instead. Undefined: the conversion stands.
+ */
+export function parkedLinkSuperseded(dir: Dir, original: string, pluginType: string, maxBytes: number): 'conf' | 'conflist' | undefined {
+  if (dir.lstat(original) !== undefined) return 'conf';
+  const conflist = readEntry(dir, conflistName(original), maxBytes);
+  if (conflist.kind === 'missing' || (conflist.kind === 'file' && madeByConversion(conflist.bytes, pluginType))) return undefined;
+  return 'conflist';
 }
 
 /**

@@ -3,13 +3,12 @@
 // out, and a meta-plugin's delegate named by path. Each finds the file behind the name, or sets a
 // status saying why there is none, and hands the file to the keeper's patch.
 import type { Stats } from 'node:fs';
-import { madeByConversion } from '../../cni/conflist.js';
 import { delegationProblem, type Delegation } from '../../cni/meta-plugin.js';
 import { conflistName } from '../../cni/names.js';
 import { readEntry, type EntryRead } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
 import { errnoCode } from '../../fs/errno.js';
-import type { Source } from './conf-conversion.js';
+import { parkedLinkSuperseded, type Source } from './conf-conversion.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { TRANSIENT_RETRY_MS, type ConfigStatuses } from './config-statuses.js';
 import { openDelegate, openLinkTarget, type SymlinkTargets } from './symlink-targets.js';
@@ -35,23 +34,15 @@ export function passParked(keeper: SourceContext, netDir: Dir, parked: string, o
     keeper.forget(parked);
     return undefined;
   }
-  if (netDir.lstat(original) !== undefined) {
-    keeper.targets.remove(parked);
-    netDir.unlinkExisting([parked]);
-    return undefined;
-  }
-  // A conflist of that name that is not our conversion is the primary's own, written after a crash
-  // left the parked link behind: it is the config now (its own pass chains it), and the stale link
-  // goes, so that neither a conversion nor a stop ever writes over it or deletes it.
-  const conflist = readEntry(netDir, conflistName(original), keeper.deps.config.maxConfigBytes);
-  if (conflist.kind !== 'missing' && !(conflist.kind === 'file' && madeByConversion(conflist.bytes, keeper.deps.plugin.type))) {
-    keeper.deps.log.warn({ link: parked, file: conflistName(original) }, 'removed a stale converted .conf link: the primary has written its own conflist since');
-    keeper.targets.remove(parked);
-    netDir.unlinkExisting([parked]);
-    keeper.forget(parked);
-    return undefined;
-  }
-  return passLinked(keeper, netDir, parked);
+  const superseded = parkedLinkSuperseded(netDir, original, keeper.deps.plugin.type, keeper.deps.config.maxConfigBytes);
+  if (superseded === undefined) return passLinked(keeper, netDir, parked);
+  // The stale link goes; what took its place is the config now, chained by its own pass. A primary's
+  // own conflist is so never written over by a conversion, nor deleted by a stop.
+  if (superseded === 'conflist') keeper.deps.log.warn({ link: parked, file: conflistName(original) }, 'removed a stale converted .conf link: the primary has written its own conflist since');
+  keeper.targets.remove(parked);
+  netDir.unlinkExisting([parked]);
+  if (superseded === 'conflist') keeper.forget(parked);
+  return undefined;
 }
 
 /** A config that is a symlink: its target is patched where it lives, opened inside the root. */

@@ -44,27 +44,28 @@ export function removeChainedTargets(root: HostRoot, netDir: string): void {
 
 /** The daemon's side: adds each newly chained target to the record, one write at a time. */
 export class ChainedTargets {
-  private readonly known: Set<string>;
+  /** Read at the first target (most nodes have none, and start without the read). */
+  private known: Set<string> | undefined;
   private writing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly root: HostRoot,
     private readonly netDir: string,
     private readonly log: Logger,
-  ) {
-    // What an earlier instance recorded stays recorded until a teardown unchains it.
-    this.known = new Set(readChainedTargets(root, netDir));
-  }
+  ) {}
 
+  /** What this instance chained and recorded; teardown reads the record itself for the rest. */
   get all(): string[] {
-    return [...this.known];
+    return [...(this.known ?? [])];
   }
 
   /** Records `hostPath`; the promise settles once the record is on disk (undefined: nothing to write). */
   add(hostPath: string): Promise<void> | undefined {
-    if (this.known.has(hostPath) || this.known.size >= MAX_TARGETS) return undefined;
-    this.known.add(hostPath);
-    const bytes = Buffer.from(`${JSON.stringify([...this.known], null, 1)}\n`);
+    // What an earlier instance recorded stays recorded until a teardown unchains it.
+    const known = (this.known ??= new Set(readChainedTargets(this.root, this.netDir)));
+    if (known.has(hostPath) || known.size >= MAX_TARGETS) return undefined;
+    known.add(hostPath);
+    const bytes = Buffer.from(`${JSON.stringify([...known], null, 1)}\n`);
     this.writing = this.writing.then(() =>
       withDir(this.root.openDir(this.netDir), (dir) => writeFileAtomic(dir, CHAINED_TARGETS_FILE, bytes, { mode: 0o600 })).then(
         () => {},

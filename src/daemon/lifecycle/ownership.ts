@@ -61,13 +61,18 @@ export class Ownership {
   /** This instance stands by: say so to the owner, by a shared lock the kernel drops if we die. */
   holdStandbyLock(): void {
     if (this.standbyFd !== undefined) return;
+    // Unwritable net.d, or not a file: the owner then sees no standby and cleans up as without one.
+    const fd = this.openInNetDir(STANDBY_FILE_NAME, constants.O_RDONLY | constants.O_CREAT, 0o644);
+    if (fd === undefined) return;
     try {
-      const fd = withDirSync(this.root.openDir(this.netDir), (dir) => dir.openEntry(STANDBY_FILE_NAME, constants.O_RDONLY | constants.O_CREAT, 0o644));
-      if (fstatSync(fd).isFile() && fsCalls.flock(fd, false)) this.standbyFd = fd;
-      else closeSync(fd);
+      if (fstatSync(fd).isFile() && fsCalls.flock(fd, false)) {
+        this.standbyFd = fd;
+        return;
+      }
     } catch {
-      // Unwritable net.d, or not a file: the owner then sees no standby and cleans up as without one.
+      // refused: as above
     }
+    closeSync(fd);
   }
 
   dropStandbyLock(): void {
@@ -78,17 +83,12 @@ export class Ownership {
 
   /** True when another instance stands by on this node (holds the standby file's shared lock). */
   standbyWaiting(): boolean {
-    let fd: number;
+    // Our own shared lock would refuse the exclusive one too: only another instance's counts.
+    if (this.standbyFd !== undefined) return false;
+    const fd = this.openInNetDir(STANDBY_FILE_NAME, constants.O_RDONLY);
+    if (fd === undefined) return false;
     try {
-      fd = withDirSync(this.root.openDir(this.netDir), (dir) => dir.openEntry(STANDBY_FILE_NAME, constants.O_RDONLY));
-    } catch {
-      return false;
-    }
-    try {
-      if (!fstatSync(fd).isFile()) return false;
-      // Our own shared lock would refuse it too: only another instance's counts.
-      if (this.standbyFd !== undefined) return false;
-      return !fsCalls.flock(fd, true);
+      return fstatSync(fd).isFile() && !fsCalls.flock(fd, true);
     } catch {
       return false;
     } finally {
@@ -103,9 +103,14 @@ export class Ownership {
 
   /** The owner file, opened; undefined when there is none (or no net.d: nobody owns the node). */
   private openOwnerFile(): number | undefined {
+    return this.openInNetDir(OWNER_FILE_NAME, constants.O_RDONLY);
+  }
+
+  /** Entry `name` of net.d, opened; undefined when it cannot be (missing, a link, no net.d). */
+  private openInNetDir(name: string, flags: number, mode?: number): number | undefined {
     try {
-      // Non-blocking and no-follow: a FIFO or a link to /dev/zero here must not stall us.
-      return withDirSync(this.root.openDir(this.netDir), (dir) => dir.openEntry(OWNER_FILE_NAME, constants.O_RDONLY));
+      // Non-blocking and no-follow (Dir.openEntry): a FIFO or a link to /dev/zero here must not stall us.
+      return withDirSync(this.root.openDir(this.netDir), (dir) => dir.openEntry(name, flags, mode));
     } catch {
       return undefined;
     }
@@ -202,12 +207,13 @@ export class Ownership {
   release(): void {
     const owner = this.currentOwner();
     if (owner?.instance === this.record.instance) this.remove();
+    else this.removeUnusedStandbyFile();
     this.dropLock();
-    // Nobody stands by: the standby file goes too, and net.d holds nothing of ours.
-    if (this.standbyFd === undefined && !this.standbyWaiting()) this.removeStandbyFile();
   }
 
-  private removeStandbyFile(): void {
+  /** Nobody stands by (nor do we): the standby file goes too, and net.d holds nothing of ours. */
+  private removeUnusedStandbyFile(): void {
+    if (this.standbyFd !== undefined || this.standbyWaiting()) return;
     try {
       withDirSync(this.root.openDir(this.netDir), (dir) => dir.unlinkExisting([STANDBY_FILE_NAME]));
     } catch {
@@ -222,6 +228,6 @@ export class Ownership {
     } catch (err) {
       if (errnoCode(err) !== 'ENOENT' && errnoCode(err) !== 'ENOTDIR') throw err;
     }
-    if (this.standbyFd === undefined && !this.standbyWaiting()) this.removeStandbyFile();
+    this.removeUnusedStandbyFile();
   }
 }

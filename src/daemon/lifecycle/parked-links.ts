@@ -1,14 +1,13 @@
 // Puts back the `.conf` symlinks that conversion parked (cni/names.ts parkedLinkName), exactly as they
 // were, and removes the conflists made from their targets: after stop or uninstall the runtime loads
 // the primary's own link again, and whatever its target says from then on reaches the runtime.
-import { madeByConversion } from '../../cni/conflist.js';
 import { conflistName, parkedLinkOriginal } from '../../cni/names.js';
-import { readEntry } from '../../fs/bounded-read.js';
 import { withDirSync } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
 import { IN } from '../../native/addon.js';
+import { parkedLinkSuperseded } from '../keepers/conf-conversion.js';
 
 /** Restores every parked link of net.d; returns the conflists it removed (they were ours). */
 export function restoreParkedLinks(root: HostRoot, netDir: string, pluginType: string, maxBytes: number, log: Logger): string[] {
@@ -18,15 +17,12 @@ export function restoreParkedLinks(root: HostRoot, netDir: string, pluginType: s
       for (const name of dir.list()) {
         const original = parkedLinkOriginal(name);
         if (original === undefined || dir.lstat(name)?.isSymbolicLink() !== true) continue;
-        const conflist = conflistName(original);
-        const made = readEntry(dir, conflist, maxBytes);
-        if (dir.lstat(original) !== undefined || (made.kind !== 'missing' && !(made.kind === 'file' && madeByConversion(made.bytes, pluginType)))) {
-          // The primary has put a new `.conf` or its own conflist in place since: that one stays, and
-          // the parked link is stale (put back, its `.conf` would sort before the conflist and be
-          // loaded instead).
+        if (parkedLinkSuperseded(dir, original, pluginType, maxBytes) !== undefined) {
+          // The primary's new `.conf` or own conflist stays; the stale link goes.
           dir.unlinkExisting([name]);
           continue;
         }
+        const conflist = conflistName(original);
         // The link back first (it sorts before the conflist, so the runtime loads it from now on),
         // then the conflist made from its target.
         dir.rename(name, original, IN.RENAME_NOREPLACE);

@@ -14,37 +14,36 @@ function multusWith(members: string, type = '"multus"', name = 'multus-cni-netwo
   return `{\n  "cniVersion": "0.3.1",\n  "name": "${name}",\n  "type": ${type},\n${members}\n}\n`;
 }
 
+/**
+ * A node with Calico's conflist and `meta` as 00-multus.conf: the agent started on it, Calico chained
+ * and /readyz 200, and Multus' file neither touched nor converted.
+ */
+async function chainedBehind(meta: string) {
+  const host = new NodeHost();
+  host.putFixture(CALICO);
+  writeInPlace(host.net('00-multus.conf'), meta);
+  const port = await freePort();
+  const daemon = await host.started({ HEALTH_PORT: String(port) });
+  await waitFor(() => host.isChained(CALICO), 'Calico chained');
+  await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  expect(host.read('00-multus.conf')).toBe(meta);
+  expect(existsSync(host.net('00-multus.conflist'))).toBe(false);
+  return { host, daemon };
+}
+
 describe('Multus as Go reads it', () => {
   it.each([
     ['a capitalised key', '"ClusterNetwork": "/host/etc/cni/net.d/10-calico.conflist"', '"multus"'],
     // No byte of the file spells a Multus key or type as such.
     ['escaped keys and type', '"clusterNetw\\u006frk": "/host/etc/cni/net.d/10-calico.conflist"', '"m\\u0075ltus"'],
   ])('follows %s to its delegate', async (_, member, type) => {
-    const host = new NodeHost();
-    host.putFixture(CALICO);
-    const multus = multusWith(`  ${member}`, type, 'meta-network');
-    writeInPlace(host.net('00-multus.conf'), multus);
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port) });
-    await waitFor(() => host.isChained(CALICO), 'the delegate chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
-    expect(host.read('00-multus.conf')).toBe(multus);
-    expect(existsSync(host.net('00-multus.conflist'))).toBe(false);
+    const { host, daemon } = await chainedBehind(multusWith(`  ${member}`, type, 'meta-network'));
     expect((await daemon.stop()).code).toBe(0);
     expect(host.read(CALICO)).toBe(fixture(CALICO));
   });
 
   it("never converts thick Multus' shim, which names no network: its daemon runs the next config", async () => {
-    const host = new NodeHost();
-    host.putFixture(CALICO);
-    const shim = '{\n  "cniVersion": "0.3.1",\n  "name": "multus-cni-network",\n  "type": "multus-shim",\n  "logLevel": "verbose"\n}\n';
-    writeInPlace(host.net('00-multus.conf'), shim);
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port) });
-    await waitFor(() => host.isChained(CALICO), 'the next config chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
-    expect(host.read('00-multus.conf')).toBe(shim);
-    expect(existsSync(host.net('00-multus.conflist'))).toBe(false);
+    const { host, daemon } = await chainedBehind('{\n  "cniVersion": "0.3.1",\n  "name": "multus-cni-network",\n  "type": "multus-shim",\n  "logLevel": "verbose"\n}\n');
     const check = await host.cli(['check']);
     expect(check.code).toBe(0);
     expect((await daemon.stop()).code).toBe(0);
