@@ -19,6 +19,25 @@ export function clusterBinDir(): string {
 const ADMIN_TOKEN = 'cni-chainer-test-admin';
 const CONTROLLER_TOKEN = 'cni-chainer-test-controllers';
 
+/** Where the control plane runs: on the machine's loopback, or inside a node's namespaces. */
+export interface Placement {
+  /** Prepended to every command (nsenter into the node's namespaces), or empty. */
+  prefix: string[];
+  /** The API server's secure port; picked free when absent. */
+  apiPort?: number;
+  /** 127.0.0.1, or 0.0.0.0 inside a private network namespace (the Service IP is an address there). */
+  bindAddress: string;
+  /** Kubelets that will join: each gets a static token as system:node:<name>. */
+  nodes: string[];
+}
+
+const ON_LOOPBACK: Placement = { prefix: [], bindAddress: '127.0.0.1', nodes: [] };
+
+/** The static token a kubelet of `node` uses (Node authorizer: system:node:<name> in system:nodes). */
+export function nodeToken(node: string): string {
+  return `cni-chainer-test-node-${node}`;
+}
+
 export class ControlPlane {
   private readonly children: ChildProcess[] = [];
   readonly pki: Pki;
@@ -28,6 +47,7 @@ export class ControlPlane {
   constructor(
     readonly dir: string,
     readonly bin: string,
+    readonly placement: Placement = ON_LOOPBACK,
   ) {
     mkdirSync(dir, { recursive: true });
     this.logs = path.join(dir, 'logs');
@@ -57,8 +77,9 @@ export class ControlPlane {
   /** kubectl as the cluster admin (or as `token`); its output. */
   kubectl(args: string[], options: { token?: string; input?: string } = {}): string {
     const auth = options.token === undefined ? ['--kubeconfig', this.adminKubeconfig] : ['--kubeconfig', this.adminKubeconfig, '--token', options.token];
+    const [command, ...rest] = [...this.placement.prefix, path.join(this.bin, 'kubectl'), ...auth, ...args];
     try {
-      return execFileSync(path.join(this.bin, 'kubectl'), [...auth, ...args], { encoding: 'utf8', input: options.input, stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
+      return execFileSync(command!, rest, { encoding: 'utf8', input: options.input, stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
     } catch (err) {
       // kubectl's own words, not just "Command failed".
       const e = err as Error & { stderr?: string; stdout?: string };
@@ -67,7 +88,7 @@ export class ControlPlane {
   }
 
   async start(): Promise<void> {
-    const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), this.placement.apiPort ?? (await freePort())];
     this.apiPort = apiPort;
     this.run('etcd', [
       '--data-dir', path.join(this.dir, 'etcd'),
@@ -79,7 +100,8 @@ export class ControlPlane {
       '--unsafe-no-fsync',
     ]);
     // Static tokens for the admin and the controllers; every pod's token is a real service-account token.
-    writeFileSync(path.join(this.dir, 'tokens.csv'), `${ADMIN_TOKEN},admin,admin,system:masters\n${CONTROLLER_TOKEN},controllers,controllers,system:masters\n`);
+    const kubelets = this.placement.nodes.map((node) => `${nodeToken(node)},system:node:${node},${node},system:nodes\n`).join('');
+    writeFileSync(path.join(this.dir, 'tokens.csv'), `${ADMIN_TOKEN},admin,admin,system:masters\n${CONTROLLER_TOKEN},controllers,controllers,system:masters\n${kubelets}`);
     writeFileSync(
       path.join(this.dir, 'admission.yaml'),
       [
@@ -101,7 +123,7 @@ export class ControlPlane {
     );
     this.run('kube-apiserver', [
       '--etcd-servers', `http://127.0.0.1:${etcdClient}`,
-      '--bind-address', '127.0.0.1',
+      '--bind-address', this.placement.bindAddress,
       '--advertise-address', '127.0.0.1',
       '--secure-port', String(apiPort),
       '--tls-cert-file', this.pki.serverCert,
@@ -150,7 +172,7 @@ export class ControlPlane {
 
   private run(name: string, args: string[]): ChildProcess {
     const out = path.join(this.logs, `${name}.log`);
-    const child = spawn('sh', ['-c', `exec "$0" "$@" >>"${out}" 2>&1`, path.join(this.bin, name), ...args], { stdio: 'ignore' });
+    const child = spawn('sh', ['-c', `exec "$0" "$@" >>"${out}" 2>&1`, ...this.placement.prefix, path.join(this.bin, name), ...args], { stdio: 'ignore' });
     this.children.push(child);
     return child;
   }

@@ -1,5 +1,5 @@
 // The control plane's keys, made with openssl in the cluster's scratch directory: a CA, the API
-// server's serving certificate for 127.0.0.1, and the service-account signing key.
+// server's serving certificate for 127.0.0.1 and the kubernetes Service's 10.96.0.1, and the service-account signing key.
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,7 +20,7 @@ function openssl(args: string[], cwd: string): void {
 export function makePki(dir: string): Pki {
   const p = (name: string) => path.join(dir, name);
   openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=cni-chainer-test-ca'], dir);
-  writeFileSync(p('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n');
+  writeFileSync(p('server.ext'), 'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n');
   openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=kube-apiserver'], dir);
   openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'server.ext'], dir);
   openssl(['genrsa', '-out', 'sa.key', '2048'], dir);

@@ -26,8 +26,8 @@ function node() {
   mkdirSync(netDir, { recursive: true });
   mkdirSync(targets, { recursive: true });
   // The plugin's binary, installed: nothing is chained without it (plugin-binary.ts).
-  const containerBin = path.join(hostRoot, '..', `${path.basename(hostRoot)}-container-bin`);
-  mkdirSync(containerBin);
+  // A scratch directory of its own (tempDir() is removed after each test), never the host root's.
+  const containerBin = tempDir();
   mkdirSync(path.join(hostRoot, 'opt/cni/bin'), { recursive: true });
   for (const dir of [containerBin, path.join(hostRoot, 'opt/cni/bin')]) writeFileSync(path.join(dir, 'linkerd-cni'), '#!/bin/sh\n', { mode: 0o755 });
   const config = loadConfig({ CONTAINER_MOUNT_PREFIX: hostRoot, CNI_NETWORK_CONFIG: pluginText, CONTAINER_CNI_BIN_DIR: containerBin });

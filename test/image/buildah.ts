@@ -60,9 +60,9 @@ export class Buildah {
     return this.run(['images', '--format', '{{.Size}}', '--noheading', ref]).split('\n')[0]!;
   }
 
-  /** Writes the image to an OCI archive that `ctr images import` takes, named `ref` there. */
-  ociArchive(ref: string, file: string): void {
-    this.run(['push', '--quiet', ref, `oci-archive:${file}:${ref}`]);
+  /** Writes the image to an OCI archive that `ctr images import` takes, named `name` there. */
+  ociArchive(ref: string, file: string, name = ref): void {
+    this.run(['push', '--quiet', ref, `oci-archive:${file}:${name}`]);
   }
 }
 

@@ -65,12 +65,12 @@ export function buildBases(buildah: Buildah): void {
  * and appends each call to `invocations` (a host path: containerd runs it on the host, with the
  * host's Node), and the repair controller's path holding a placeholder.
  */
-export function buildPluginStandIn(buildah: Buildah, invocations: string): void {
+export function buildPluginStandIn(buildah: Buildah, invocations: string, options: { getOwnPod?: boolean } = {}): void {
   const tree = path.join(buildah.work, 'plugin-tree');
   mkdirSync(path.join(tree, 'opt', 'cni', 'bin'), { recursive: true });
   mkdirSync(path.join(tree, 'usr', 'lib', 'linkerd'), { recursive: true });
   // The real-runtime suite's recording plugin, as the image's plugin binary.
-  writeTestPlugin(path.join(tree, 'opt', 'cni', 'bin'), 'linkerd-cni', invocations);
+  writeTestPlugin(path.join(tree, 'opt', 'cni', 'bin'), 'linkerd-cni', invocations, options);
   const repair = path.join(tree, 'usr', 'lib', 'linkerd', 'linkerd-cni-repair-controller');
   writeFileSync(repair, '#!/bin/sh\n# Stand-in for linkerd-cni-repair-controller: present, does nothing.\nexec sleep infinity\n');
   chmodSync(repair, 0o755);
