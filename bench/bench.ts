@@ -15,9 +15,10 @@ import { bareNodeDir, bareNodeMemory } from './bare-node.js';
 import { cdfSvg } from './cdf-svg.js';
 import { Floor } from './floor.js';
 import { freePort } from './free-port.js';
-import { bareAgent, SCALE, BACKENDS, DISKS, FILES, IDLE_S, INTERVAL_MS, OUT, PACED, PLUGIN_FILE, PRIMARY_FILE, repo, REPEAT, TMP } from './options.js';
+import { bareAgent, SCALE, STORM_SCALE, BACKENDS, DISKS, FILES, IDLE_S, INTERVAL_MS, OUT, PACED, PLUGIN_FILE, PRIMARY_FILE, repo, REPEAT, TMP } from './options.js';
 import { benchBackend, idleCpu, pad, startTime, type BackendResult } from './phases.js';
 import { startScaling } from './start-scaling.js';
+import { stormScaling } from './storm-scaling.js';
 import { report, type DiskResult, type RunResult } from './report.js';
 import { watcherLatency } from './watchers.js';
 
@@ -57,12 +58,14 @@ async function main(): Promise<void> {
     const start = await startTime(scratch);
     process.stderr.write(`start with ${SCALE.join(' and ')} existing configs (10% .conf): 3 runs each\n`);
     const scaling = await startScaling(scratch);
+    process.stderr.write(`storms of ${STORM_SCALE.join(' and ')} files, interleaved, ${REPEAT} each\n`);
+    const stormScale = await stormScaling(floor, scratch);
     process.stderr.write('memory baseline: a bare node:http server, 3 runs\n');
     const bareNode = await bareNodeMemory(bareNodeDir(scratch), { PATH: process.env.PATH, HEALTH_PORT: String(await freePort()), MALLOC_ARENA_MAX: '2', UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' });
     process.stderr.write(`idle: ${IDLE_S} s\n`);
     const idleCpuS = IDLE_S > 0 ? await idleCpu(scratch) : 0;
 
-    const run: RunResult = { disks, watchers, start, scaling, bareNode, idleCpuS };
+    const run: RunResult = { disks, watchers, start, scaling, stormScale, bareNode, idleCpuS };
     const text = report(run);
     process.stdout.write(text);
     mkdirSync(OUT, { recursive: true });

@@ -1,6 +1,6 @@
 // `npm run bench -- [--files 1000] [--paced 200] [--interval-ms 5] [--repeat 3] [--idle-s 60]
 //                   [--backends native,parcel] [--disks disk,tmpfs] [--out bench/results] [--tmp DIR]
-//                   [--scale 1000,2000]`
+//                   [--scale 1000,2000] [--storm-scale 1000,4000]`
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -27,6 +27,8 @@ export const INTERVAL_MS = Number(option('interval-ms', '5'));
 export const IDLE_S = Number(option('idle-s', '60'));
 /** The two sizes of the start with existing configs (bench/start-scaling.ts). */
 export const SCALE = option('scale', '1000,2000').split(',').map(Number) as [number, number];
+/** The two storm sizes of the storm-scaling phase (bench/storm-scaling.ts). */
+export const STORM_SCALE = option('storm-scale', '1000,4000').split(',').map(Number) as [number, number];
 export const BACKENDS = option('backends', 'native,parcel').split(',') as WatchBackendName[];
 export const OUT = path.resolve(option('out', path.join(repo, 'bench', 'results')));
 // Where the scratch host tree lives: the default temp dir (a disk, where fsync costs a journal

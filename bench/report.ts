@@ -1,6 +1,7 @@
 // The bench's report: every figure of the agent next to the physical floor and the reference agent
 // of the same run, and the targets of the performance issue as ratios and differences within it.
 import type { StartScaling } from './start-scaling.js';
+import type { StormScaling } from './storm-scaling.js';
 import { cpus } from 'node:os';
 import { readFileSync } from 'node:fs';
 import type { Memory } from './agent.js';
@@ -24,6 +25,7 @@ export interface RunResult {
   watchers: Record<string, Summary>;
   start: { bareMs: number; agentMs: number; referenceMs: number };
   scaling: StartScaling;
+  stormScale: StormScaling;
   /** A bare Node with node:http listening, 1 s after start: the memory baseline. */
   bareNode: Memory;
   idleCpuS: number;
@@ -47,7 +49,13 @@ export function targets(run: RunResult): Target[] {
     out.push({ what: 'storm, tmpfs: CPU per file / floor', measured: `${f(agent.storm.cpuUsPerFile, 0)} / ${f(tmpfs.floorStorm.cpuUsPerFile, 1)} µs = ${f(cpuRatio, 1)}x`, target: '<= 8x', pass: cpuRatio <= 8 });
     const reference = tmpfs.reference;
     if (reference !== undefined) {
-      out.push({ what: 'storm, tmpfs: CPU per file, agent / reference', measured: `${f(agent.storm.cpuUsPerFile, 0)} / ${f(reference.storm.cpuUsPerFile, 0)} µs = ${f(agent.storm.cpuUsPerFile / reference.storm.cpuUsPerFile, 2)}x`, target: '<= 1x', pass: agent.storm.cpuUsPerFile <= reference.storm.cpuUsPerFile });
+      // What Node itself allows: the reference does the same work with nothing else (the performance issue's targets).
+      const wall = agent.storm.wallMs / reference.storm.wallMs;
+      out.push({ what: 'storm, tmpfs: all patched, agent / reference', measured: `${f(agent.storm.wallMs, 1)} / ${f(reference.storm.wallMs, 1)} ms = ${f(wall, 2)}x`, target: '<= 1.15x', pass: wall <= 1.15 });
+      const cpu = agent.storm.cpuUsPerFile / reference.storm.cpuUsPerFile;
+      out.push({ what: 'storm, tmpfs: CPU per file, agent / reference', measured: `${f(agent.storm.cpuUsPerFile, 0)} / ${f(reference.storm.cpuUsPerFile, 0)} µs = ${f(cpu, 2)}x`, target: '<= 1.15x', pass: cpu <= 1.15 });
+      const pacedOver = agent.paced.latency.p50 - reference.paced.latency.p50;
+      out.push({ what: 'paced, tmpfs: p50, agent - reference', measured: `${f(agent.paced.latency.p50, 3)} - ${f(reference.paced.latency.p50, 3)} = ${f(pacedOver, 3)} ms`, target: '<= 0.05 ms', pass: pacedOver <= 0.05 });
     }
     const extra = agent.paced.latency.p50 - tmpfs.floorPaced.p50;
     out.push({ what: 'paced, tmpfs: p50 - floor p50', measured: `${f(agent.paced.latency.p50, 3)} - ${f(tmpfs.floorPaced.p50, 3)} = ${f(extra, 3)} ms`, target: '<= 0.2 ms', pass: extra <= 0.2 });
@@ -60,6 +68,9 @@ export function targets(run: RunResult): Target[] {
   out.push({ what: 'native backend: files never patched, all runs', measured: String(neverPatched), target: '0', pass: neverPatched === 0 });
   const [small, large] = run.scaling.sizes;
   out.push({ what: `start with ${small!.configs} / ${large!.configs} configs (10% .conf): exec → all chained`, measured: `${f(large!.ms, 0)} / ${f(small!.ms, 0)} ms = ${f(run.scaling.ratio, 2)}x`, target: '<= 2.2x', pass: run.scaling.ratio <= 2.2 });
+  const [few, many] = run.stormScale.sizes;
+  const linear = (many!.files / few!.files) * 1.1;
+  out.push({ what: `storm of ${few!.files} / ${many!.files} files, tmpfs: all patched`, measured: `${f(many!.wallMs, 1)} / ${f(few!.wallMs, 1)} ms = ${f(run.stormScale.ratio, 2)}x`, target: `<= ${f(linear, 1)}x`, pass: run.stormScale.ratio <= linear });
   const startExtra = run.start.agentMs - run.start.bareMs;
   out.push({ what: "start: exec → first config patched, minus a bare node -e ''", measured: `${f(run.start.agentMs, 0)} - ${f(run.start.bareMs, 0)} = ${f(startExtra, 0)} ms`, target: '<= 40 ms', pass: startExtra <= 40 });
   // Idle: probed as the kubelet probes, at most 1 ms of CPU per second (the performance issue).

@@ -9,7 +9,7 @@ import { tempDir } from './helpers/tmp.js';
 describe('npm run bench', () => {
   it('runs the floor, both backends on disk and tmpfs, the bundled reference and a bare node:http, and prints every target as a ratio', async () => {
     const out = tempDir();
-    const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--repeat', '1', '--idle-s', '0', '--scale', '100,200', '--out', out];
+    const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--repeat', '1', '--idle-s', '0', '--scale', '100,200', '--storm-scale', '30,120', '--out', out];
     const result = await runProcess(process.execPath, [path.join(repoRoot, 'dist', 'bench', 'bench.js'), ...args]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/^\| disk \(\w+\) \| native \| [\d.]+ \| [\d.]+ \(/m);
@@ -25,6 +25,11 @@ describe('npm run bench', () => {
     if (Math.abs(Number(difference) - 40) >= 1) expect(verdict).toBe(Number(difference) <= 40 ? 'pass' : 'FAIL');
     expect(result.stdout).toMatch(/^\| native backend: files never patched, all runs \| 0 \| 0 \| pass \|$/m);
     expect(result.stdout).toMatch(/^\| start with 100 \/ 200 configs \(10% \.conf\): exec → all chained \| \d+ \/ \d+ ms = [\d.]+x \| <= 2\.2x \| (pass|FAIL) \|$/m);
+    expect(result.stdout).toMatch(/^\| storm of 30 \/ 120 files, tmpfs: all patched \| [\d.]+ \/ [\d.]+ ms = [\d.]+x \| <= 4\.4x \| (pass|FAIL) \|$/m);
+    for (const what of ['storm, tmpfs: all patched, agent / reference', 'storm, tmpfs: CPU per file, agent / reference']) {
+      expect(result.stdout).toMatch(new RegExp(`^\\| ${what} \\| [\\d.]+ / [\\d.]+ (ms|µs) = [\\d.]+x \\| <= 1\\.15x \\| (pass|FAIL) \\|$`, 'm'));
+    }
+    expect(result.stdout).toMatch(/^\| paced, tmpfs: p50, agent - reference \| [\d.]+ - [\d.]+ = -?[\d.]+ ms \| <= 0\.05 ms \| (pass|FAIL) \|$/m);
     expect(result.stdout).toMatch(/^\| tmpfs, native \| \d+ \| \d+ \| \d+ \| \d+ \| \d+ \|$/m);
     // The bare reference agent ran on tmpfs, bundled and started like the agent, and patched every
     // file it was given; each figure has its floor (or baseline) and both ratios.

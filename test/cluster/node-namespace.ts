@@ -134,7 +134,8 @@ export class NodeNamespace {
       this.holder.kill('SIGKILL');
       await exited;
     }
-    for (const hierarchy of v1Hierarchies()) removeTree(path.join(hierarchy, this.cgroupRoot));
+    // The v2 hierarchy of a hybrid mount too: runc creates the containers' cgroups there as well.
+    for (const hierarchy of [...v1Hierarchies(), '/sys/fs/cgroup/unified']) removeTree(path.join(hierarchy, this.cgroupRoot));
     if (this.madeEtcCni) rmdirSync('/etc/cni');
   }
 }

@@ -13,23 +13,6 @@ interface RuntimeServiceClient extends grpc.Client {
   StopPodSandbox(req: object, options: grpc.CallOptions, cb: Callback<object>): void;
   RemovePodSandbox(req: object, options: grpc.CallOptions, cb: Callback<object>): void;
   Status(req: object, cb: Callback<{ status: { conditions: Array<{ type: string; status: boolean; reason: string; message: string }> } }>): void;
-  CreateContainer(req: object, options: grpc.CallOptions, cb: Callback<{ container_id: string }>): void;
-  StartContainer(req: object, options: grpc.CallOptions, cb: Callback<object>): void;
-  StopContainer(req: object, options: grpc.CallOptions, cb: Callback<object>): void;
-  RemoveContainer(req: object, options: grpc.CallOptions, cb: Callback<object>): void;
-  ContainerStatus(req: object, options: grpc.CallOptions, cb: Callback<{ status: ContainerStatus }>): void;
-  ExecSync(req: object, options: grpc.CallOptions, cb: Callback<{ stdout: Buffer; stderr: Buffer; exit_code: number }>): void;
-}
-
-export interface ContainerStatus {
-  id: string;
-  state: 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
-  started_at: string;
-  finished_at: string;
-  exit_code: number;
-  reason: string;
-  message: string;
-  log_path: string;
 }
 
 function call<T>(fn: (cb: Callback<T>) => void): Promise<T> {
@@ -66,40 +49,6 @@ export class CriClient {
     };
     const res = await call<{ pod_sandbox_id: string }>((cb) => this.client.RunPodSandbox({ config }, { deadline: Date.now() + timeoutMs }, cb));
     return res.pod_sandbox_id;
-  }
-
-  /** A sandbox from a full config (the pod-spec translator's); its id. */
-  async runSandbox(config: object, timeoutMs = 30_000): Promise<string> {
-    const res = await call<{ pod_sandbox_id: string }>((cb) => this.client.RunPodSandbox({ config }, { deadline: Date.now() + timeoutMs }, cb));
-    return res.pod_sandbox_id;
-  }
-
-  async createContainer(podSandboxId: string, config: object, sandboxConfig: object): Promise<string> {
-    const res = await call<{ container_id: string }>((cb) => this.client.CreateContainer({ pod_sandbox_id: podSandboxId, config, sandbox_config: sandboxConfig }, { deadline: Date.now() + 30_000 }, cb));
-    return res.container_id;
-  }
-
-  async startContainer(id: string): Promise<void> {
-    await call((cb) => this.client.StartContainer({ container_id: id }, { deadline: Date.now() + 30_000 }, cb));
-  }
-
-  /** SIGTERM (the image's stop signal), then SIGKILL after `timeoutS`, as kubelet does at the grace period. */
-  async stopContainer(id: string, timeoutS: number): Promise<void> {
-    await call((cb) => this.client.StopContainer({ container_id: id, timeout: timeoutS }, { deadline: Date.now() + (timeoutS + 30) * 1000 }, cb));
-  }
-
-  async removeContainer(id: string): Promise<void> {
-    await call((cb) => this.client.RemoveContainer({ container_id: id }, { deadline: Date.now() + 30_000 }, cb));
-  }
-
-  async containerStatus(id: string): Promise<ContainerStatus> {
-    return (await call<{ status: ContainerStatus }>((cb) => this.client.ContainerStatus({ container_id: id }, { deadline: Date.now() + 30_000 }, cb))).status;
-  }
-
-  /** A command in the container (kubelet's exec hooks and probes). */
-  async execSync(id: string, cmd: string[], timeoutS: number): Promise<{ stdout: string; stderr: string; exitCode: number }> {
-    const res = await call<{ stdout: Buffer; stderr: Buffer; exit_code: number }>((cb) => this.client.ExecSync({ container_id: id, cmd, timeout: timeoutS }, { deadline: Date.now() + (timeoutS + 30) * 1000 }, cb));
-    return { stdout: res.stdout.toString(), stderr: res.stderr.toString(), exitCode: res.exit_code };
   }
 
   /** Stops and removes a sandbox (its CNI DEL runs here). */
