@@ -3,8 +3,8 @@
 // and the same batched writes on libuv's pool (temp file, fsync, exchange, compare, directory fsync);
 // and nothing else: no per-file state, readiness, metrics, logs, fight rule, symlinks, coalescing or
 // bound on passes, no promise per file and no object per event. Like the agent, it knows its own
-// renames by their inotify cookie and does not read back what it wrote (an earlier version did, which
-// doubled its reads and plans and made Node look dearer than it is). The bench runs it like the agent,
+// renames by their inotify cookie and does not read back what it wrote (which would double its reads
+// and plans, and make Node look dearer than it is). The bench runs it like the agent,
 // so that the agent's CPU per file can be read against what Node and the addon cost on their own, on
 // the same machine in the same run.
 //
@@ -19,7 +19,7 @@ import { planPatch } from '../src/cni/conflist.js';
 import { isConfigName } from '../src/cni/names.js';
 import { isOwnTempName, tempNameFor } from '../src/fs/temp-names.js';
 import { loadConfig, requirePlugin } from '../src/config.js';
-import { LANDING, perPoolThread, type ReplaceJob } from '../src/fs/replace-batches.js';
+import { LANDING, perPoolThread, toWire, type Replacement } from '../src/fs/replace-batches.js';
 import { IN, InotifyColumns } from '../src/native/inotify.js';
 import { entryIo } from '../src/native/entry-io.js';
 import { exitNow } from '../src/native/exit.js';
@@ -36,25 +36,25 @@ const dirfd = openSync(netDir, 'r');
 const ownCookies = new Set<number>();
 
 /** The patch of `name`, if it needs one. */
-function jobFor(name: string): ReplaceJob | undefined {
+function jobFor(name: string): Replacement | undefined {
   const read = entryIo.readEntryAt(dirfd, name, config.maxConfigBytes, true);
   if (read.kind !== 'file') return undefined;
   const content = read.bytes!.subarray(0, read.length);
   const plan = planPatch(content, plugin);
   if (plan.action !== 'write') return undefined;
-  const xattrs = read.xattrs!.map(([key, value]): [string, Buffer, boolean] => [key, value, true]);
-  return [dirfd, tempNameFor(name), name, plan.bytes, read.mode! & 0o7777, -1, -1, xattrs, LANDING.exchange, content];
+  const xattrs = read.xattrs!.map(([key, value]) => ({ name: key, value, optional: true }));
+  return { dirfd, tmp: tempNameFor(name), name, bytes: plan.bytes, mode: read.mode! & 0o7777, uid: -1, gid: -1, xattrs, landing: LANDING.exchange, expect: content };
 }
 
 // One work item per pool thread, each working through its share, as the agent's writes go. A stale
 // or swapped landing is left as it is: the bench's writer does not rewrite a file it wrote.
-function write(jobs: ReplaceJob[]): void {
-  for (const batch of perPoolThread(jobs)) entryIo.replaceEntriesAt(batch).catch(() => {});
+function write(jobs: Replacement[]): void {
+  for (const batch of perPoolThread(jobs)) entryIo.replaceEntriesAt(batch.map(toWire)).catch(() => {});
 }
 
 // The events in the addon's columns (wd, mask and cookie three by three), read without an object each.
 const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
-  const jobs: ReplaceJob[] = [];
+  const jobs: Replacement[] = [];
   ownCookies.clear();
   for (let i = 0; i < names.length; i++) {
     const name = names[i]!;
@@ -72,7 +72,7 @@ const watcher = new InotifyColumns(netDir, DIRECTORY_MASK, (names, fields) => {
   write(jobs);
 });
 // The configs already there, once the watch is live (as the agent's first scan).
-const existing: ReplaceJob[] = [];
+const existing: Replacement[] = [];
 for (const name of readdirSync(netDir)) {
   const job = isConfigName(name, config.suffixes) ? jobFor(name) : undefined;
   if (job !== undefined) existing.push(job);

@@ -1,6 +1,6 @@
 // Bundles the compiled CLI (dist/src/cli.js) and its libraries into one ES module,
 // dist/cni-chainer.mjs: one file to read and compile at start instead of a few hundred, which saves
-// ~11 MiB of RSS and start time (README, "Performance"). The addon (build/Release/cni_chainer.node) and
+// ~11 MiB of RSS and start time (docs/performance.md). The addon (build/Release/cni_chainer.node) and
 // @parcel/watcher (a native module, loaded only when WATCH_BACKEND=parcel) stay outside, and so does
 // the Prometheus exposition, dist/cni-chainer-prometheus.mjs (see `prometheusApart`).
 import { build } from 'esbuild';

@@ -27,7 +27,6 @@ const withDefault = <T extends z.ZodMiniType>(schema: T, fallback: string) =>
   );
 
 // A control character in a name or path would forge log and report lines, and no CNI writes one.
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const noControl = z.refine<string>((s) => !CONTROL.test(s), 'must not contain control characters');
 const fileName = (message: string) => z.string().check(z.regex(/^[^/\0]+$/, message), noControl);
@@ -115,7 +114,7 @@ const envSchema = z.object({
   LOG_LEVEL: withDefault(z.enum(LOG_LEVELS, { message: `expected one of ${LOG_LEVELS.join(', ')}` }), 'info'),
   HEALTH_PORT: withDefault(integer(0, 65535), '9190'),
   // Loopback: the kubelet probes from the host (the probes say `host: 127.0.0.1`), and nothing on the
-  // cluster network can reach the port to crowd out its connections (docs/design.md, Probes).
+  // cluster network can reach the port to crowd out its connections (docs/design.md, Readiness).
   HEALTH_BIND: withDefault(address, '127.0.0.1'),
   // /metrics for a scraper on the cluster network: a server of its own, so that a flood there never
   // reaches the probes. Off (0) unless set.

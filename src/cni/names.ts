@@ -30,11 +30,6 @@ export function compareNames(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }
 
-/** The config files in the order libcni tries them; the first is the one the runtime loads. */
-export function libcniOrder(names: Iterable<string>): string[] {
-  return [...names].filter(isLibcniName).sort(compareNames);
-}
-
 /**
  * The name a single-plugin config gets once it is a conflist: `10-calico.conf` → `10-calico.conflist`.
  * Only for the extensions libcni loads, matched as libcni matches them (case-sensitively): a
@@ -59,7 +54,7 @@ export function ownedNameFor(primary: string, pluginType: string): string {
   return `${primary.slice(0, primary.length - ext.length)}-${pluginType}.conflist`;
 }
 
-/** True for a name ownedNameFor() makes for some primary (earlier versions' `01-linkerd-cni.conflist` too). */
+/** True for a name ownedNameFor() makes for some primary (one CNI_OWNED_CONFIG_NAME named, such as `01-linkerd-cni.conflist`, too). */
 export function isOwnedCopyName(name: string, pluginType: string): boolean {
   const suffix = `-${pluginType}.conflist`;
   return name.endsWith(suffix) && name.length > suffix.length && !name.startsWith('.');

@@ -1,4 +1,4 @@
-// Which config the container runtime loads (docs/design.md, Which file the runtime loads). Pure.
+// Which config the container runtime loads (docs/design.md, Which files). Pure.
 //
 // containerd's CRI and CRI-O hand net.d to libcni's ConfFiles(dir, [".conf", ".conflist", ".json"]),
 // sort the names with Go's sort.Strings (byte order) and load the first; kubelet's network plugins

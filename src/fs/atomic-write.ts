@@ -21,13 +21,14 @@
 import { closeSync, constants, fchmodSync, fchownSync, fsync, futimesSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { tempNameFor } from './temp-names.js';
-import { IN } from '../native/addon.js';
+import { SYSCALL } from '../native/addon.js';
 import { fsCalls } from '../native/fs-calls.js';
 import { readEntry } from './bounded-read.js';
 import { contentHash } from './content-hash.js';
 import type { Dir } from './dir.js';
 import { fsyncDir } from './dir-sync.js';
-import { LANDING, replaceEntry, type Landing as PoolLanding } from './replace-batches.js';
+import type { ReplaceOutcome } from '../native/addon.js';
+import { LANDING, replaceEntry } from './replace-batches.js';
 import { errnoCode } from './errno.js';
 
 const fsyncAsync = promisify(fsync);
@@ -81,7 +82,8 @@ function readBack(dir: Dir, name: string): Buffer | undefined {
   return read.bytes;
 }
 
-type Landing = 'renamed' | 'exchanged' | 'stale';
+/** How a step-by-step landing ended (the pool's replacements report a ReplaceOutcome). */
+type StepwiseLanding = 'renamed' | 'exchanged' | 'stale';
 
 const MAX_GIVE_BACK_ROUNDS = 64;
 
@@ -95,7 +97,7 @@ function giveBack(dir: Dir, tmp: string, name: string, ours: Buffer): void {
   let sending = readBack(dir, tmp);
   let expectedBack: Buffer | undefined = ours;
   for (let round = 0; round < MAX_GIVE_BACK_ROUNDS; round++) {
-    dir.rename(tmp, name, IN.RENAME_EXCHANGE);
+    dir.rename(tmp, name, SYSCALL.RENAME_EXCHANGE);
     const got = readBack(dir, tmp);
     if (got !== undefined && expectedBack !== undefined && got.equals(expectedBack)) {
       dir.unlink(tmp); // a superseded version: ours, or an older write of the primary's
@@ -108,10 +110,10 @@ function giveBack(dir: Dir, tmp: string, name: string, ours: Buffer): void {
   dir.rename(tmp, name);
 }
 
-function landReplacing(dir: Dir, tmp: string, name: string, expected: Buffer, ours: Buffer): Landing {
+function landReplacing(dir: Dir, tmp: string, name: string, expected: Buffer, ours: Buffer): StepwiseLanding {
   if (exchangeSupported) {
     try {
-      dir.rename(tmp, name, IN.RENAME_EXCHANGE);
+      dir.rename(tmp, name, SYSCALL.RENAME_EXCHANGE);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return 'stale'; // removed since we read it
       if (!UNSUPPORTED.has(errnoCode(err) ?? '')) throw err;
@@ -169,10 +171,10 @@ async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: Atomic
   }
   const tmp = tempFor(name, options);
   const ids = ownerIds(options);
-  const xattrs = (options.xattrs ?? []).map(([key, value]): [string, Buffer, boolean] => [key, value, OPTIONAL_XATTR.test(key)]);
-  let result: PoolLanding;
+  const xattrs = (options.xattrs ?? []).map(([key, value]) => ({ name: key, value, optional: OPTIONAL_XATTR.test(key) }));
+  let result: ReplaceOutcome;
   try {
-    result = await replaceEntry([dir.fd, tmp, name, bytes, options.mode, ids.uid, ids.gid, xattrs, landing, expect]);
+    result = await replaceEntry({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect });
   } catch (err) {
     throw dir.naming(name, err);
   }
@@ -250,10 +252,10 @@ export async function landTemp(dir: Dir, tmp: string, name: string, options: Ato
   let tmpExists = true;
   try {
     // (3) swapped in with one renameat2, and (4) what was swapped out checked (landReplacing).
-    let landing: Landing;
+    let landing: StepwiseLanding;
     if (options.noReplace === true) {
       try {
-        dir.rename(tmp, name, IN.RENAME_NOREPLACE);
+        dir.rename(tmp, name, SYSCALL.RENAME_NOREPLACE);
       } catch (err) {
         if (errnoCode(err) === 'EEXIST') return 'stale';
         throw err;
@@ -299,7 +301,7 @@ export function touchSymlink(dir: Dir, name: string, target: string): void {
   const tmp = tempNameFor(name);
   dir.symlink(target, tmp);
   try {
-    dir.rename(tmp, name, IN.RENAME_EXCHANGE);
+    dir.rename(tmp, name, SYSCALL.RENAME_EXCHANGE);
   } catch (err) {
     dir.unlink(tmp);
     if (errnoCode(err) === 'ENOENT') return; // removed meanwhile: it stays removed
@@ -310,7 +312,7 @@ export function touchSymlink(dir: Dir, name: string, target: string): void {
     dir.rename(tmp, name);
     return;
   }
-  if (readlinkOrUndefined(dir, tmp) !== target) dir.rename(tmp, name, IN.RENAME_EXCHANGE); // a newer entry: back it goes
+  if (readlinkOrUndefined(dir, tmp) !== target) dir.rename(tmp, name, SYSCALL.RENAME_EXCHANGE); // a newer entry: back it goes
   dir.unlink(tmp);
 }
 

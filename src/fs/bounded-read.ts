@@ -24,9 +24,22 @@ export type EntryRead =
   /** Over maxBytes, or (xattrsOver) extended attributes over what the agent reads and copies. */
   | { kind: 'too-large'; size: number; xattrsOver?: true };
 
-/** Reads at most `maxBytes` of regular file `name` in `dir`, with its xattrs when asked. */
-export function readEntry(dir: Dir, name: string, maxBytes: number, withXattrs = false): EntryRead {
-  const raw = dir.call(name, () => entryIo.readEntryAt(dir.fd, name, maxBytes, withXattrs));
+/** What a replacement of a file keeps of it: its mode (permission and set-id bits), owner and xattrs. */
+export interface FileOwner {
+  mode: number;
+  uid: number;
+  gid: number;
+  xattrs: Array<[string, Buffer]>;
+}
+
+/** The owner a rewrite of `read`'s file gives the new version: the same as the old one's. */
+export function ownerOf(read: Extract<EntryRead, { kind: 'file' }>): FileOwner {
+  return { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
+}
+
+/** Reads at most `maxBytes` of regular file `name` in `dir`, with its extended attributes when asked. */
+export function readEntry(dir: Dir, name: string, maxBytes: number, options: { xattrs?: boolean } = {}): EntryRead {
+  const raw = dir.call(name, () => entryIo.readEntryAt(dir.fd, name, maxBytes, options.xattrs === true));
   switch (raw.kind) {
     case 'missing':
     case 'symlink':

@@ -5,12 +5,12 @@
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
 import { TurnMemo } from '../turn-memo.js';
-import { IN } from '../native/addon.js';
+import { SYSCALL } from '../native/addon.js';
 import { fsCalls } from '../native/fs-calls.js';
 import { errnoCode } from './errno.js';
 
 // Entry names only: RESOLVE_BENEATH refuses `..` and absolute names, RESOLVE_NO_SYMLINKS a link.
-const ENTRY_ONLY = IN.RESOLVE_BENEATH | IN.RESOLVE_NO_SYMLINKS | IN.RESOLVE_NO_MAGICLINKS;
+const ENTRY_ONLY = SYSCALL.RESOLVE_BENEATH | SYSCALL.RESOLVE_NO_SYMLINKS | SYSCALL.RESOLVE_NO_MAGICLINKS;
 
 let openat2Works: boolean | undefined;
 
@@ -18,7 +18,7 @@ let openat2Works: boolean | undefined;
 export function kernelHasOpenat2(): boolean {
   if (openat2Works === undefined) {
     try {
-      closeSync(fsCalls.openat2(IN.AT_FDCWD, '/', constants.O_RDONLY | constants.O_DIRECTORY, 0, 0));
+      closeSync(fsCalls.openat2(SYSCALL.AT_FDCWD, '/', constants.O_RDONLY | constants.O_DIRECTORY, 0, 0));
       openat2Works = true;
     } catch (err) {
       if (errnoCode(err) !== 'ENOSYS') throw err;
@@ -73,8 +73,8 @@ export class Dir {
     let fd: number;
     try {
       fd = kernelHasOpenat2()
-        ? fsCalls.openat2(this.fd, name, IN.O_PATH | constants.O_NOFOLLOW, 0, ENTRY_ONLY)
-        : openSync(this.viaFd(name), IN.O_PATH | constants.O_NOFOLLOW);
+        ? fsCalls.openat2(this.fd, name, SYSCALL.O_PATH | constants.O_NOFOLLOW, 0, ENTRY_ONLY)
+        : openSync(this.viaFd(name), SYSCALL.O_PATH | constants.O_NOFOLLOW);
     } catch (err) {
       if (errnoCode(err) === 'ENOENT') return undefined;
       throw err;

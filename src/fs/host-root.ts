@@ -6,7 +6,7 @@
 // and it is the confinement itself only on kernels without openat2.
 import { constants, lstatSync, openSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { IN } from '../native/addon.js';
+import { SYSCALL } from '../native/addon.js';
 import { fsCalls } from '../native/fs-calls.js';
 import { Dir, kernelHasOpenat2 } from './dir.js';
 import { errnoCode, isMissing } from './errno.js';
@@ -39,7 +39,7 @@ export class HostRoot {
     if (this.kernelConfined) {
       this.rootFd ??= openSync(this.dir, flags);
       const relative = hostPath === '/' ? '.' : hostPath.slice(1);
-      const fd = fsCalls.openat2(this.rootFd, relative, flags, 0, IN.RESOLVE_IN_ROOT | IN.RESOLVE_NO_MAGICLINKS);
+      const fd = fsCalls.openat2(this.rootFd, relative, flags, 0, SYSCALL.RESOLVE_IN_ROOT | SYSCALL.RESOLVE_NO_MAGICLINKS);
       // The disk path only names the directory (logs, shared fsyncs): a caller that knows it saves
       // the userland lookup; the confinement is the kernel's either way.
       if (disk !== undefined) return new Dir(fd, disk);

@@ -3,29 +3,37 @@
 // go out together at its end, spread over the pool's threads: each thread works through its share one
 // file after another, as the floor's threads do (bench/floor.c). Fewer, larger work items wake fewer
 // threads; as many as the pool has keep the disk's fsyncs in flight together.
+import type { ReplaceJobWire, ReplaceOutcome } from '../native/addon.js';
 import { entryIo } from '../native/entry-io.js';
 
-export type ReplaceJob = [
-  dirfd: number,
-  tmp: string,
-  name: string,
-  bytes: Buffer,
-  mode: number,
-  uid: number,
-  gid: number,
-  xattrs: Array<[string, Buffer, boolean]>,
-  landing: number,
-  expect: Buffer | undefined,
-];
+/** One replacement of `name` in `dir`: the temp file `tmp` made, filled, fsynced and landed. */
+export interface Replacement {
+  dirfd: number;
+  tmp: string;
+  name: string;
+  bytes: Buffer;
+  mode: number;
+  /** -1: as created. */
+  uid: number;
+  gid: number;
+  /** Copied onto the temp file; an optional one the filesystem refuses is skipped. */
+  xattrs: Array<{ name: string; value: Buffer; optional: boolean }>;
+  landing: (typeof LANDING)[keyof typeof LANDING];
+  /** With `exchange`: what the file must still hold for the landing to stand. */
+  expect: Buffer | undefined;
+}
 
-/** A job's `landing` (native/entry_replace.cc): rename over, rename only if absent, or exchange and compare. */
+/** The addon's positional form of a replacement, built here only. */
+export function toWire(r: Replacement): ReplaceJobWire {
+  return [r.dirfd, r.tmp, r.name, r.bytes, r.mode, r.uid, r.gid, r.xattrs.map((x) => [x.name, x.value, x.optional]), r.landing, r.expect];
+}
+
+/** A replacement's `landing` (native/entry_replace.cc): rename over, rename only if absent, or exchange and compare. */
 export const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
 
-export type Landing = 'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported';
-
 interface Pending {
-  job: ReplaceJob;
-  resolve: (landing: Landing) => void;
+  job: ReplaceJobWire;
+  resolve: (landing: ReplaceOutcome) => void;
   reject: (err: unknown) => void;
 }
 
@@ -34,8 +42,9 @@ const POOL_THREADS = Math.max(1, Math.min(1024, Number(process.env.UV_THREADPOOL
 
 let queued: Pending[] = [];
 
-/** Runs `job` on the pool, in a batch with the others asked for in this turn of the event loop. */
-export function replaceEntry(job: ReplaceJob): Promise<Landing> {
+/** Runs `replacement` on the pool, in a batch with the others asked for in this turn of the event loop. */
+export function replaceEntry(replacement: Replacement): Promise<ReplaceOutcome> {
+  const job = toWire(replacement);
   return new Promise((resolve, reject) => {
     if (queued.length === 0) queueMicrotask(flush);
     queued.push({ job, resolve, reject });
@@ -55,7 +64,7 @@ function flush(): void {
   const pending = queued;
   queued = [];
   for (const batch of perPoolThread(pending)) {
-    let results: Promise<Array<Landing | Error>>;
+    let results: Promise<Array<ReplaceOutcome | Error>>;
     try {
       results = entryIo.replaceEntriesAt(batch.map((p) => p.job));
     } catch (err) {

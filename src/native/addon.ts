@@ -15,7 +15,8 @@ export interface InotifyWatcherHandle {
   unref(): void;
 }
 
-export interface InotifyConstants {
+/** inotify(7) event masks. */
+export interface InotifyMasks {
   readonly [name: string]: number;
   IN_MODIFY: number;
   IN_ATTRIB: number;
@@ -34,6 +35,11 @@ export interface InotifyConstants {
   IN_IGNORED: number;
   IN_ONLYDIR: number;
   IN_ISDIR: number;
+}
+
+/** Flags of the *at syscalls the addon wraps: renameat2(2), openat2(2), unlinkat(2), open(2). */
+export interface SyscallFlags {
+  readonly [name: string]: number;
   RENAME_NOREPLACE: number;
   RENAME_EXCHANGE: number;
   RESOLVE_IN_ROOT: number;
@@ -60,7 +66,27 @@ export interface RawEntryRead {
   xattrsOver?: boolean;
 }
 
-export interface InotifyAddon {
+/**
+ * One replacement as the addon reads it (native/entry_replace.cc), positional because the C++ side
+ * reads it by index; built in one place from a named Replacement (fs/replace-batches.ts).
+ */
+export type ReplaceJobWire = [
+  dirfd: number,
+  tmp: string,
+  name: string,
+  bytes: Buffer,
+  mode: number,
+  uid: number,
+  gid: number,
+  xattrs: Array<[name: string, value: Buffer, optional: boolean]>,
+  landing: number,
+  expect: Buffer | undefined,
+];
+
+/** How a replacement landed: renamed over, exchanged, stale (a newer write was there), swapped (a newer write was swapped out and must go back), or unsupported (no RENAME_EXCHANGE). */
+export type ReplaceOutcome = 'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported';
+
+export interface NativeAddon {
   /** The watcher: inotify_init1 and the first inotify_add_watch in its constructor; events in columns. */
   InotifyWatcher: new (path: string, mask: number, onEvents: EventColumns) => InotifyWatcherHandle;
   /** openat2(2) with O_CLOEXEC added; returns the fd. */
@@ -78,9 +104,7 @@ export interface InotifyAddon {
    * Temp files created, filled, fsynced and landed, one batch as one work item on libuv's pool
    * (native/entry_io.h); each job's landing or errno error, in order.
    */
-  replaceEntriesAt(
-    jobs: Array<[number, string, string, Buffer, number, number, number, Array<[string, Buffer, boolean]>, number, Buffer | undefined]>,
-  ): Promise<Array<'renamed' | 'exchanged' | 'stale' | 'swapped' | 'unsupported' | Error>>;
+  replaceEntriesAt(jobs: ReplaceJobWire[]): Promise<Array<ReplaceOutcome | Error>>;
   /** SHA-256 in lowercase hex, by the OpenSSL Node links (native/digest.h). */
   sha256(data: Buffer | string): string;
   /** n bytes from getrandom(2). */
@@ -93,17 +117,17 @@ export interface InotifyAddon {
   exitNow(code: number): never;
   /** glibc's malloc_trim(0): free malloc memory back to the kernel (native/malloc_trim.h). */
   mallocTrim(): boolean;
-  constants: InotifyConstants;
+  constants: InotifyMasks & SyscallFlags;
 }
 
 // The addon is built by node-gyp into <package root>/build/Release. This file runs from src/native
 // (tests) or dist/src/native (the CLI), so look upwards for it rather than hard-coding the depth.
-function load(): InotifyAddon {
+function load(): NativeAddon {
   const require = createRequire(import.meta.url);
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const candidate = path.join(dir, 'build', 'Release', 'cni_chainer.node');
-    if (existsSync(candidate)) return require(candidate) as InotifyAddon;
+    if (existsSync(candidate)) return require(candidate) as NativeAddon;
     const parent = path.dirname(dir);
     if (parent === dir) throw new Error('cni-chainer: native addon not built (run `npm ci` or `npx node-gyp rebuild`)');
     dir = parent;
@@ -120,9 +144,13 @@ export type InotifyColumnsWatcher = new (path: string, mask: number, onEvents: E
 
 /**
  * The addon as loaded. Its concerns have facades of their own: inotify.ts, fs-calls.ts, entry-io.ts,
- * digest.ts and exit.ts; the constants (inotify masks, rename and resolve flags) are shared.
+ * digest.ts and exit.ts. Its constants are two sets, typed apart: inotify's masks (IN) and the
+ * syscalls' flags (SYSCALL).
  */
-export const addon: InotifyAddon = load();
-export const IN = addon.constants;
+export const addon: NativeAddon = load();
+/** inotify's event masks. */
+export const IN: InotifyMasks = addon.constants;
+/** The rename, resolve, at and open flags of the addon's syscalls. */
+export const SYSCALL: SyscallFlags = addon.constants;
 /** The addon's watcher, its events in columns. */
 export const InotifyColumns = addon.InotifyWatcher as unknown as InotifyColumnsWatcher;

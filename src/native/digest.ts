@@ -1,5 +1,5 @@
 // Bytes from the addon: SHA-256 by the OpenSSL Node links (native/digest.h), and getrandom(2).
-import { addon, type InotifyAddon } from './addon.js';
+import { addon, type NativeAddon } from './addon.js';
 
-export type Digest = Pick<InotifyAddon, 'sha256' | 'getrandom'>;
+export type Digest = Pick<NativeAddon, 'sha256' | 'getrandom'>;
 export const digest: Digest = addon;

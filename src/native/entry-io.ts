@@ -1,7 +1,7 @@
 // The addon's entry I/O (native/entry_io.h): a config read in one call, and replacements landed in
 // batches on libuv's pool.
-import { addon, type InotifyAddon } from './addon.js';
+import { addon, type NativeAddon } from './addon.js';
 
 export type { RawEntryRead } from './addon.js';
-export type EntryIo = Pick<InotifyAddon, 'readEntryAt' | 'replaceEntriesAt'>;
+export type EntryIo = Pick<NativeAddon, 'readEntryAt' | 'replaceEntriesAt'>;
 export const entryIo: EntryIo = addon;

@@ -1,6 +1,6 @@
 // The addon's file syscalls that Node does not expose (native/fs_at.h, native/owner_lock.h): the
 // *at calls relative to a directory fd, xattrs, flock.
-import { addon, type InotifyAddon } from './addon.js';
+import { addon, type NativeAddon } from './addon.js';
 
-export type FsCalls = Pick<InotifyAddon, 'openat2' | 'renameat2' | 'unlinkat' | 'symlinkat' | 'readlinkat' | 'xattrs' | 'fsetxattr' | 'flock' | 'flockWait'>;
+export type FsCalls = Pick<NativeAddon, 'openat2' | 'renameat2' | 'unlinkat' | 'symlinkat' | 'readlinkat' | 'xattrs' | 'fsetxattr' | 'flock' | 'flockWait'>;
 export const fsCalls: FsCalls = addon;

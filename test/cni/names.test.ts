@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compareNames, conflistName, isConfigName, isOwnedCopyName, libcniOrder, ownedNameFor } from '../../src/cni/names.js';
+import { compareNames, conflistName, isConfigName, isOwnedCopyName, ownedNameFor } from '../../src/cni/names.js';
 import { isOwnTempName, isTempName, tempNameFor } from '../../src/fs/temp-names.js';
 
 const DEFAULT = ['.conflist', '.conf'];
@@ -48,21 +48,6 @@ describe('temp names', () => {
     expect(isTempName(other)).toBe(true);
     expect(isOwnTempName(other)).toBe(false);
     expect(isTempName('.10-calico.conflist.writer-tmp')).toBe(false);
-  });
-});
-
-describe('libcni order', () => {
-  it('sorts byte-wise among .conf, .conflist and .json only', () => {
-    expect(libcniOrder(['10-b.conflist', '05-a.conf', 'Z.json', 'a.conflist-current', '10-B.conf', 'x.txt'])).toEqual([
-      '05-a.conf',
-      '10-B.conf',
-      '10-b.conflist',
-      'Z.json',
-    ]);
-  });
-
-  it('is case-sensitive on extensions, as Go filepath.Ext is', () => {
-    expect(libcniOrder(['10-a.CONFLIST'])).toEqual([]);
   });
 });
 

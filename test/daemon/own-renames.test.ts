@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempNameFor } from '../../src/fs/temp-names.js';
 import { OwnRenames } from '../../src/daemon/lifecycle/own-renames.js';
-import { addon, IN } from '../../src/native/addon.js';
+import { addon, SYSCALL } from '../../src/native/addon.js';
 import { NativeWatcher } from '../../src/watch/native.js';
 import type { WatchEvent } from '../../src/watch/watcher.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -19,7 +19,7 @@ describe('own renames', () => {
     writeFileSync(config, 'v1');
     const ours = path.join(dir, tempNameFor('10-calico.conflist'));
     writeFileSync(ours, 'v1 patched');
-    addon.renameat2(IN.AT_FDCWD, ours, IN.AT_FDCWD, config, IN.RENAME_EXCHANGE); // how the agent lands a patch
+    addon.renameat2(SYSCALL.AT_FDCWD, ours, SYSCALL.AT_FDCWD, config, SYSCALL.RENAME_EXCHANGE); // how the agent lands a patch
     writeFileSync(path.join(dir, '.writer'), 'v2');
     renameSync(path.join(dir, '.writer'), config); // how a primary CNI lands a rewrite
     await inbox.until((e) => e.kind === 'moved-out' && e.name === '.writer', "the writer's rename");

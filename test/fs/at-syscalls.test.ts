@@ -3,7 +3,7 @@
 import { closeSync, constants, mkdirSync, openSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addon, IN } from '../../src/native/addon.js';
+import { addon, IN, SYSCALL } from '../../src/native/addon.js';
 import { tempDir } from '../helpers/tmp.js';
 
 describe('the *at syscalls', () => {
@@ -12,12 +12,12 @@ describe('the *at syscalls', () => {
     const [a, b] = [path.join(dir, 'a'), path.join(dir, 'b')];
     writeFileSync(a, 'A');
     writeFileSync(b, 'B');
-    addon.renameat2(IN.AT_FDCWD, a, IN.AT_FDCWD, b, IN.RENAME_EXCHANGE);
+    addon.renameat2(SYSCALL.AT_FDCWD, a, SYSCALL.AT_FDCWD, b, SYSCALL.RENAME_EXCHANGE);
     expect([readFileSync(a, 'utf8'), readFileSync(b, 'utf8')]).toEqual(['B', 'A']);
-    expect(() => addon.renameat2(IN.AT_FDCWD, a, IN.AT_FDCWD, b, IN.RENAME_NOREPLACE)).toThrow(
+    expect(() => addon.renameat2(SYSCALL.AT_FDCWD, a, SYSCALL.AT_FDCWD, b, SYSCALL.RENAME_NOREPLACE)).toThrow(
       expect.objectContaining({ code: 'EEXIST', syscall: 'renameat2', path: a, dest: b }),
     );
-    addon.renameat2(IN.AT_FDCWD, a, IN.AT_FDCWD, path.join(dir, 'c'), IN.RENAME_NOREPLACE);
+    addon.renameat2(SYSCALL.AT_FDCWD, a, SYSCALL.AT_FDCWD, path.join(dir, 'c'), SYSCALL.RENAME_NOREPLACE);
     expect(readFileSync(path.join(dir, 'c'), 'utf8')).toBe('B');
   });
 
@@ -31,11 +31,11 @@ describe('the *at syscalls', () => {
     symlinkSync('../../../../../../etc/x', path.join(root, 'up'));
     const rootFd = openSync(root, 'r');
     try {
-      expect(() => addon.openat2(rootFd, 'abs', constants.O_RDONLY, 0, IN.RESOLVE_IN_ROOT)).toThrow(expect.objectContaining({ code: 'ENOENT', syscall: 'openat2' }));
-      const fd = addon.openat2(rootFd, 'up', constants.O_RDONLY, 0, IN.RESOLVE_IN_ROOT);
+      expect(() => addon.openat2(rootFd, 'abs', constants.O_RDONLY, 0, SYSCALL.RESOLVE_IN_ROOT)).toThrow(expect.objectContaining({ code: 'ENOENT', syscall: 'openat2' }));
+      const fd = addon.openat2(rootFd, 'up', constants.O_RDONLY, 0, SYSCALL.RESOLVE_IN_ROOT);
       expect(readFileSync(fd, 'utf8')).toBe('inside');
       closeSync(fd);
-      expect(() => addon.openat2(rootFd, 'up', constants.O_RDONLY, 0, IN.RESOLVE_BENEATH | IN.RESOLVE_NO_SYMLINKS)).toThrow(expect.objectContaining({ code: 'ELOOP' }));
+      expect(() => addon.openat2(rootFd, 'up', constants.O_RDONLY, 0, SYSCALL.RESOLVE_BENEATH | SYSCALL.RESOLVE_NO_SYMLINKS)).toThrow(expect.objectContaining({ code: 'ELOOP' }));
     } finally {
       closeSync(rootFd);
     }

@@ -96,7 +96,7 @@ describe('readEntry', () => {
     writeFileSync(path.join(dir, 'f'), '{}');
     if (spawnSync('setfattr', ['-n', 'user.test', '-v', 'yes', path.join(dir, 'f')]).status !== 0) skipOrFail(ctx, 'setfattr (Debian attr)');
     let withXattrs: ReturnType<typeof readEntry> | undefined;
-    const opened = await opensDuring(dir, () => inDir(dir, (d) => (withXattrs = readEntry(d, 'f', 1024, true))));
+    const opened = await opensDuring(dir, () => inDir(dir, (d) => (withXattrs = readEntry(d, 'f', 1024, { xattrs: true }))));
     expect(opened).toEqual(['f']);
     expect(withXattrs?.kind === 'file' && withXattrs.xattrs.map(([k, v]) => [k, v.toString()])).toEqual([['user.test', 'yes']]);
     const without = inDir(dir, (d) => readEntry(d, 'f', 1024));

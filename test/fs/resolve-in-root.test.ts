@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HostRoot } from '../../src/fs/host-root.js';
 import { MAX_LOOKUPS, resolveInRoot, type Entry, type Lookup } from '../../src/fs/resolve-in-root.js';
-import { addon, IN } from '../../src/native/addon.js';
+import { addon, SYSCALL } from '../../src/native/addon.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /** An in-memory tree: host path → entry. Directories are implied by their children. */
@@ -109,7 +109,7 @@ describe('resolveInRoot', () => {
 function kernelInRoot(dir: string, rel: string): string | { code: string } {
   const rootFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
-    const fd = addon.openat2(rootFd, rel, IN.O_PATH, 0, IN.RESOLVE_IN_ROOT | IN.RESOLVE_NO_MAGICLINKS);
+    const fd = addon.openat2(rootFd, rel, SYSCALL.O_PATH, 0, SYSCALL.RESOLVE_IN_ROOT | SYSCALL.RESOLVE_NO_MAGICLINKS);
     try {
       return readlinkSync(`/proc/self/fd/${fd}`);
     } finally {

@@ -5,7 +5,6 @@ import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { repoRoot } from './addon-path.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> } } & Record<string, any>;
 
 export const kustomize: string[] | undefined = [['kustomize', 'build'], ['kubectl', 'kustomize']].find(

@@ -38,7 +38,6 @@ const MAX_CONNECTIONS = 64;
 
 /** Control characters as \\uXXXX escapes: a newline in a file name cannot forge a line of the report. */
 export function escapeControl(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

@@ -1,9 +1,9 @@
-// Converting a single-plugin `X.conf` into a chained `X.conflist` (docs/design.md, Single-plugin
-// configs): libcni loads a `.conf` as one plugin, with nowhere to chain ours, so the conflist takes
+// Converting a single-plugin `X.conf` into a chained `X.conflist` (docs/design.md, Which
+// files): libcni loads a `.conf` as one plugin, with nowhere to chain ours, so the conflist takes
 // its place. Part of the in-place keeper's write step (reconciler.ts, (4) write).
 import path from 'node:path';
 import { madeByConversion, planPatch } from '../../cni/conflist.js';
-import { conflistName, libcniOrder, parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';
+import { conflistName, isLibcniName, parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';
 import { unlinkIfUnchanged, writeFileAtomic } from '../../fs/atomic-write.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import { sha256 } from '../../fs/content-hash.js';
@@ -33,7 +33,7 @@ export interface Source {
   /** The symlink's text when the config is a symlink. */
   linkText?: string;
   /** A meta-plugin's delegate named by path (meta-plugin.ts): never converted, nor a meta itself. */
-  pinned?: boolean;
+  metaDelegate?: boolean;
 }
 
 /**
@@ -122,7 +122,8 @@ export function parkedLinkSuperseded(dir: Dir, original: string, pluginType: str
  */
 export function listMetaDelegates(deps: KeeperDeps, netDir: Dir): Map<string, string> {
   const metas = new Map<string, string>();
-  for (const name of libcniOrder(netDir.list())) {
+  // Any order: the result is a map.
+  for (const name of netDir.list().filter(isLibcniName)) {
     const read = readEntry(netDir, name, deps.config.maxConfigBytes);
     if (read.kind !== 'file') continue;
     const plan = planPatch(read.bytes, deps.plugin);
@@ -132,7 +133,7 @@ export function listMetaDelegates(deps: KeeperDeps, netDir: Dir): Map<string, st
 }
 
 /** The meta-plugin config among `metas` (name → delegate path) that reads `source` by path, if any. */
-export function metaPinning(deps: KeeperDeps, metas: ReadonlyMap<string, string>, netDir: Dir, source: Source): string | undefined {
+export function metaPluginReading(deps: KeeperDeps, metas: ReadonlyMap<string, string>, netDir: Dir, source: Source): string | undefined {
   const hostPath = deps.root.fromDisk(`${source.dir.disk}/${source.name}`);
   for (const [name, delegatePath] of metas) {
     if (name === source.name && source.dir.disk === netDir.disk) continue;

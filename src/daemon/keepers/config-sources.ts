@@ -56,7 +56,7 @@ export async function passLinked(keeper: SourceContext, netDir: Dir, name: strin
     return;
   }
   try {
-    await keeper.patch(netDir, name, { dir: target.dir, name: target.name, linkText }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
+    await keeper.patch(netDir, name, { dir: target.dir, name: target.name, linkText }, readEntry(target.dir, target.name, config.maxConfigBytes, { xattrs: true }));
   } finally {
     target.dir.close();
   }
@@ -99,7 +99,7 @@ export async function passDelegate(keeper: SourceContext, netDir: Dir, name: str
     return;
   }
   try {
-    await keeper.patch(netDir, name, { dir: target.dir, name: target.name, pinned: true }, readEntry(target.dir, target.name, config.maxConfigBytes, true));
+    await keeper.patch(netDir, name, { dir: target.dir, name: target.name, metaDelegate: true }, readEntry(target.dir, target.name, config.maxConfigBytes, { xattrs: true }));
   } finally {
     target.dir.close();
   }

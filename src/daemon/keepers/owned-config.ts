@@ -23,7 +23,7 @@ import { compareNames, isLibcniName, isOwnedCopyName, ownedNameFor } from '../..
 import { loadOrder, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { NAME_MAX } from '../../fs/temp-names.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
-import { readEntry, type EntryRead } from '../../fs/bounded-read.js';
+import { ownerOf, readEntry, type EntryRead, type FileOwner } from '../../fs/bounded-read.js';
 import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
@@ -32,13 +32,16 @@ import type { KeeperDeps } from './config-keeper.js';
 import { DEFAULT_FIGHT_POLICY, FightDetector, FIGHT_CAUSE } from './fight-detector.js';
 import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta, type MetaOutcome } from './owned-meta.js';
-import type { ConfigStatus } from './readiness.js';
+import type { ProblemStatus } from './readiness.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
 
-const KEY = 'owned';
+// The owned keeper has one job, so one key for its queue; the primary's symlink (if it is one) is
+// tracked under a name of its own; a failure before the owned file has a name is reported under one.
+const SYNC = 'sync';
+const PRIMARY_LINK = 'primary';
+const UNNAMED = 'owned';
 
-type Problem = Exclude<ConfigStatus, 'chained' | 'out-of-scope' | 'delegating' | 'unmanaged'>;
 
 /** A config the runtime may load, as one sync sees it. */
 interface Listed extends ConfigEntry {
@@ -68,7 +71,7 @@ export class OwnedConfig {
       () => this.sync().finally(() => deps.onPassDone?.()),
       (_key, error) => {
         const err = error as NodeJS.ErrnoException;
-        const name = this.current ?? KEY;
+        const name = this.current ?? UNNAMED;
         this.deps.metrics.writeErrors.inc({ code: err.code ?? 'UNKNOWN' });
         this.deps.readiness.set(name, 'error', `${err.code ?? 'UNKNOWN'}: ${err.message}`);
         this.deps.log.error({ file: name, code: err.code, err: err.message }, 'writing the owned config failed');
@@ -92,7 +95,7 @@ export class OwnedConfig {
   }
 
   trigger(_name?: string): void {
-    this.queue.trigger(KEY);
+    this.queue.trigger(SYNC);
   }
 
   scan(): number {
@@ -110,7 +113,7 @@ export class OwnedConfig {
 
   async dispose(): Promise<void> {}
 
-  private problem(name: string, status: Problem, detail: string): void {
+  private problem(name: string, status: ProblemStatus, detail: string): void {
     const { readiness, log } = this.deps;
     this.reported.add(name);
     readiness.set(name, status, detail);
@@ -187,7 +190,7 @@ export class OwnedConfig {
       if (isCopy(name)) continue;
       const st = dir.lstat(name);
       if (st === undefined || !(st.isFile() || st.isSymbolicLink())) continue;
-      entries.push({ name, kind: st.isFile() ? 'file' : 'symlink', read: st.isFile() ? readEntry(dir, name, config.maxConfigBytes, true) : undefined });
+      entries.push({ name, kind: st.isFile() ? 'file' : 'symlink', read: st.isFile() ? readEntry(dir, name, config.maxConfigBytes, { xattrs: true }) : undefined });
     }
     const listed = loadOrder(entries);
     const metas = listed.filter((c) => c.read?.kind === 'file' && isMeta(c.read.bytes));
@@ -197,13 +200,13 @@ export class OwnedConfig {
       for (const removed of removeOwnedCopies(dir, configured, plugin.type, config.maxConfigBytes)) {
         this.deps.log.warn({ file: removed }, 'the primary config is gone: removed the owned config');
       }
-      this.targets.remove(KEY);
+      this.targets.remove(PRIMARY_LINK);
       this.current = undefined;
       return;
     }
     const ownedName = configured ?? ownedNameFor(primary.name, plugin.type);
     this.current = ownedName;
-    // Copies of an earlier primary (or named by an earlier version) go: the runtime must load one.
+    // Copies of an earlier primary (or under a name CNI_OWNED_CONFIG_NAME gave before) go: the runtime must load one.
     for (const stale of removeOwnedCopies(dir, configured, plugin.type, config.maxConfigBytes, ownedName)) {
       this.deps.log.info({ file: stale, now: ownedName }, 'removed an owned copy of an earlier primary');
     }
@@ -276,22 +279,22 @@ export class OwnedConfig {
   }
 
   /** The primary's content with the plugin appended, and the owner its copy gets; undefined on a problem. */
-  private async copyOfPrimary(dir: Dir, primary: Listed): Promise<{ bytes: Buffer; owner: Owner } | undefined> {
+  private async copyOfPrimary(dir: Dir, primary: Listed): Promise<{ bytes: Buffer; owner: FileOwner } | undefined> {
     const { config, root } = this.deps;
     const ownedName = this.current!;
     let read = primary.read;
     let targetDir: Dir | undefined;
     if (read === undefined) {
       // A symlinked primary: read through its target, resolved inside the host root.
-      const target = openLinkTarget(root, config.netDir, primary.name, this.targets, KEY);
+      const target = openLinkTarget(root, config.netDir, primary.name, this.targets, PRIMARY_LINK);
       if (!target.ok) {
         this.problem(ownedName, target.status, `primary ${primary.name}: ${target.detail}`);
         return undefined;
       }
       targetDir = target.dir;
-      read = readEntry(target.dir, target.name, config.maxConfigBytes, true);
+      read = readEntry(target.dir, target.name, config.maxConfigBytes, { xattrs: true });
     } else {
-      this.targets.remove(KEY);
+      this.targets.remove(PRIMARY_LINK);
     }
     try {
       if (read.kind === 'too-large') return void this.problem(ownedName, 'too-large', `primary ${primary.name}: ${read.size} bytes`);
@@ -304,21 +307,15 @@ export class OwnedConfig {
         const reason = plan.action === 'invalid' || plan.action === 'refuse' ? plan.reason : plan.action;
         return void this.problem(ownedName, 'invalid', `primary ${primary.name}: ${reason}`);
       }
-      // The primary's mode (never more: execute and set-id bits are no config's), owner and labels.
-      return { bytes, owner: { mode: read.stat.mode & 0o666, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs } };
+      // A new file, not a rewrite: the primary's owner and labels, and its mode without execute and
+      // set-id bits (no config's).
+      return { bytes, owner: { ...ownerOf(read), mode: read.stat.mode & 0o666 } };
     } finally {
       targetDir?.close();
     }
   }
 }
 
-interface Owner {
-  mode: number;
-  uid: number;
-  gid: number;
-  xattrs: Array<[string, Buffer]>;
-}
-
-function sameOwner(stat: { mode: number; uid: number; gid: number }, owner: Owner): boolean {
+function sameOwner(stat: { mode: number; uid: number; gid: number }, owner: FileOwner): boolean {
   return (stat.mode & 0o7777) === owner.mode && stat.uid === owner.uid && stat.gid === owner.gid;
 }

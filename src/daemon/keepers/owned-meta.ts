@@ -5,15 +5,15 @@
 import { planPatch, scanConfig } from '../../cni/conflist.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
-import type { EntryRead } from '../../fs/bounded-read.js';
+import { ownerOf, type EntryRead } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
 import type { KeeperDeps } from './config-keeper.js';
-import type { ConfigStatus } from './readiness.js';
+import type { ProblemStatus } from './readiness.js';
 import { resolveDelegate } from './symlink-targets.js';
 
 export type MetaOutcome =
   | { kind: 'fine' }
-  | { kind: 'problem'; status: Exclude<ConfigStatus, 'chained' | 'out-of-scope' | 'delegating' | 'unmanaged'>; detail: string }
+  | { kind: 'problem'; status: ProblemStatus; detail: string }
   /** It changed while we wrote: look again. */
   | { kind: 'retrigger' };
 
@@ -40,8 +40,7 @@ export async function keepMeta(deps: KeeperDeps, dir: Dir, name: string, read: E
     case 'write': {
       const noBinary = deps.binary.problem();
       if (noBinary !== undefined) return { kind: 'problem', status: 'no-binary', detail: noBinary };
-      const st = read.stat;
-      const result = await writeFileAtomic(dir, name, plan.bytes, { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, xattrs: read.xattrs, expect: read.bytes });
+      const result = await writeFileAtomic(dir, name, plan.bytes, { ...ownerOf(read), expect: read.bytes });
       if (result === 'stale') return { kind: 'retrigger' };
       deps.metrics.patches.inc();
       deps.log.info({ file: name }, "chained plugin into the meta-plugin's embedded delegate");

@@ -17,6 +17,9 @@ export type ConfigStatus =
   | 'not-loaded' // a single-plugin config whose name the runtime never loads (`X.CONF`): left as it is
   | 'error';
 
+/** The statuses a keeper reports as a problem with a detail (never the fine ones it sets by itself). */
+export type ProblemStatus = Exclude<ConfigStatus, 'chained' | 'out-of-scope' | 'delegating' | 'unmanaged'>;
+
 const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope', 'delegating', 'not-loaded']);
 
 /**
@@ -26,9 +29,9 @@ const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope', 'del
  *   net-dir        the net.d watch: the directory is missing or cannot be watched
  *   owner          the ownership role: another instance owns the node, or the owner file cannot be written
  *   scan           the node scan: net.d cannot be listed
- *   kubeconfig     the chores: the kubeconfig cannot be written
- *   binaries       the chores: the plugin binaries cannot be installed
- *   plugin-binary  the chores: the plugin's binary on the host is not the one installed
+ *   kubeconfig     the installed: the kubeconfig cannot be written
+ *   binaries       the installed: the plugin binaries cannot be installed
+ *   plugin-binary  the installed: the plugin's binary on the host is not the one installed
  *   target-dir:D   the symlink-target watches: directory D cannot be watched
  */
 export type ConditionKey = 'lifecycle' | 'net-dir' | 'owner' | 'scan' | 'kubeconfig' | 'binaries' | 'plugin-binary' | `target-dir:${string}`;

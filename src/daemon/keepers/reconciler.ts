@@ -12,7 +12,7 @@ import { planPatch } from '../../cni/conflist.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { conflistName, isConfigName, isLibcniName, parkedLinkOriginal } from '../../cni/names.js';
 import { landTemp, touchSymlink, writeFileAtomic } from '../../fs/atomic-write.js';
-import { readEntry, type EntryRead } from '../../fs/bounded-read.js';
+import { ownerOf, readEntry, type EntryRead } from '../../fs/bounded-read.js';
 import { contentHashOfDigest, sha256 } from '../../fs/content-hash.js';
 import { withDirSync, type Dir } from '../../fs/dir.js';
 import { SharedDir } from '../../fs/shared-dir.js';
@@ -23,7 +23,7 @@ import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js
 import type { KeeperDeps } from './config-keeper.js';
 import { DEFAULT_FIGHT_POLICY, FightDetector } from './fight-detector.js';
 import { GonePaths } from './gone-paths.js';
-import { convertConf, listMetaDelegates, metaPinning, type ConversionContext, type Source } from './conf-conversion.js';
+import { convertConf, listMetaDelegates, metaPluginReading, type ConversionContext, type Source } from './conf-conversion.js';
 import { PrimaryScope } from './primary-scope.js';
 import { notOurs, passDelegate, passLinked, passParked, type SourceContext } from './config-sources.js';
 import { ConfigStatuses, TRANSIENT_RETRY_MS } from './config-statuses.js';
@@ -66,7 +66,7 @@ export class Reconciler {
     this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, now);
     this.gone = new GonePaths(this.fights.policy.calmMs, now);
     // A symlink target no link leads to any more is no config of ours: it goes like a removed one.
-    this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir, (target) => this.wentAway(target));
+    this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir, (target) => this.noLongerAConfig(target));
     this.spares = new Spares(deps.root);
     this.primaryScope = new PrimaryScope(deps.config.suffixes);
     this.statuses = new ConfigStatuses(deps, this.records, this.fights, (name) => this.trigger(name));
@@ -163,7 +163,7 @@ export class Reconciler {
     this.deps.readiness.delete(name);
     this.targets.remove(name);
     this.records.dropConfig(name);
-    this.wentAway(fileKey);
+    this.noLongerAConfig(fileKey);
   }
 
   /** True while the reconciler keeps what it wrote to `fileKey` (a path on disk). */
@@ -172,7 +172,7 @@ export class Reconciler {
   }
 
   /** `fileKey` is no config any more: what is kept for it goes once it has been gone for long. */
-  private wentAway(fileKey: string): void {
+  private noLongerAConfig(fileKey: string): void {
     this.dropMemoryOf(this.gone.went(fileKey));
   }
 
@@ -185,13 +185,13 @@ export class Reconciler {
 
   // A pass is a few async frames deep, not more: during a storm up to 128 are suspended at once
   // while their writes run on the pool, long enough to outlive a scavenge, and each frame, promise
-  // and closure they hold is then copied and promoted (measured: see the README's performance notes).
+  // and closure they hold is then copied and promoted (measured: docs/performance.md).
   private async pass(name: string): Promise<void> {
     try {
       if (!this.deps.isActive()) return;
       const lease = this.netDirHandle.acquire();
       try {
-        const writing = this.passIn(lease.dir, name);
+        const writing = this.startPass(lease.dir, name);
         if (writing !== undefined) await writing;
       } finally {
         this.netDirHandle.release(lease);
@@ -205,7 +205,7 @@ export class Reconciler {
   }
 
   /** The pass's synchronous part; what it returns, if anything, is the write under way. */
-  private passIn(netDir: Dir, name: string): Promise<void> | undefined {
+  private startPass(netDir: Dir, name: string): Promise<void> | undefined {
     const { config, readiness } = this.deps;
     // (1) classify
     const original = parkedLinkOriginal(name);
@@ -215,7 +215,7 @@ export class Reconciler {
       return undefined;
     }
     // (2) read first: for a regular file (nearly every pass) that one call is all the I/O before planning.
-    const read = readEntry(netDir, name, config.maxConfigBytes, true);
+    const read = readEntry(netDir, name, config.maxConfigBytes, { xattrs: true });
     if (read.kind === 'missing') {
       if (netDir.hasUndecodable(name)) {
         // Readiness must not say chained while the runtime may load a file we cannot even open.
@@ -289,12 +289,12 @@ export class Reconciler {
       }
 
       const plan = planPatch(content, plugin);
-      if (this.metaDelegates !== undefined && source.pinned !== true && source.dir.disk === netDir.disk) {
+      if (this.metaDelegates !== undefined && source.metaDelegate !== true && source.dir.disk === netDir.disk) {
         if (plan.action === 'delegates' && plan.delegation.kind === 'path') this.metaDelegates.set(name, plan.delegation.path);
         else this.metaDelegates.delete(name);
       }
       // A regular file in net.d leads nowhere else (a meta-plugin's pass says where it delegates).
-      if (source.linkText === undefined && source.pinned !== true && plan.action !== 'delegates') this.targets.remove(name);
+      if (source.linkText === undefined && source.metaDelegate !== true && plan.action !== 'delegates') this.targets.remove(name);
       if (plan.action === 'invalid') {
         // Half-written or broken: leave it as it is; the write that completes it brings another event.
         if (this.statuses.problem(name, 'invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`)) this.deps.metrics.parseErrors.inc();
@@ -305,7 +305,7 @@ export class Reconciler {
         return;
       }
       if (plan.action === 'delegates') {
-        if (source.pinned === true) this.statuses.problem(name, 'error', delegationProblem.nested);
+        if (source.metaDelegate === true) this.statuses.problem(name, 'error', delegationProblem.nested);
         else await passDelegate(this.sources, netDir, name, plan.delegation);
         return;
       }
@@ -324,9 +324,8 @@ export class Reconciler {
       const rewrittenAfterOurPatch = this.records.file(fileKey) !== undefined;
       if (this.statuses.fightBackoff(name, fileKey, rewrittenAfterOurPatch)) return;
 
-      const owner = { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
-      // Named only for a single-plugin config: path.extname on every pass made it one more function
-      // for V8 to optimise during a storm (12 ms of Turbofan, --trace-opt).
+      const owner = ownerOf(read);
+      // A single-plugin config becomes a conflist of the same stem; any other keeps its name.
       const destName = plan.upgraded ? conflistName(parkedLinkOriginal(name) ?? name) : name;
       if (plan.upgraded && destName === name) {
         // libcni matches `.conf` case-sensitively: the runtime never loads `X.CONF`, and a conversion
@@ -337,16 +336,16 @@ export class Reconciler {
       if (destName !== name) {
         // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
         this.metaDelegates ??= listMetaDelegates(this.deps, netDir);
-        const pinnedBy = source.pinned === true ? name : metaPinning(this.deps, this.metaDelegates, netDir, source);
-        if (pinnedBy !== undefined) {
-          this.statuses.problem(name, 'error', `${pinnedBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
+        const readBy = source.metaDelegate === true ? name : metaPluginReading(this.deps, this.metaDelegates, netDir, source);
+        if (readBy !== undefined) {
+          this.statuses.problem(name, 'error', `${readBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
           return;
         }
         await convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
         return;
       }
       // (4) write. A file outside net.d is recorded before it is chained (chained-targets.ts).
-      const target = source.linkText === undefined && source.pinned !== true ? undefined : this.deps.root.fromDisk(fileKey);
+      const target = source.linkText === undefined && source.metaDelegate !== true ? undefined : this.deps.root.fromDisk(fileKey);
       if (target !== undefined) await this.deps.recordTarget?.(target);
       const spare = this.spares.take(fileKey, source.dir, digest, plan.bytes);
       const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };

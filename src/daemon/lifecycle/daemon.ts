@@ -4,7 +4,7 @@
 // The controllers, each in its own file, each owning its readiness conditions:
 //   net-dir-watch.ts     the watch on net.d and the path to it          (net-dir)
 //   ownership-role.ts    which instance maintains the node               (owner)
-//   chores.ts            plugin binaries and kubeconfig                  (binaries, plugin-binary, kubeconfig)
+//   installed.ts            plugin binaries and kubeconfig                  (binaries, plugin-binary, kubeconfig)
 //   node-scan.ts         rescans and temp sweeps                         (scan)
 //   target-dir-watches   directories symlinked configs point into         (target-dir:D)
 //   event-router.ts      which controller a watch event concerns
@@ -25,7 +25,7 @@ import { OwnedConfig } from '../keepers/owned-config.js';
 import { Readiness, type Condition } from '../keepers/readiness.js';
 import { Reconciler } from '../keepers/reconciler.js';
 import { TargetDirWatches } from '../keepers/target-dir-watches.js';
-import { Chores } from '../node/chores.js';
+import { InstalledFiles } from '../node/installed-files.js';
 import { PluginBinary } from '../node/plugin-binary.js';
 import { ChainedTargets } from './chained-targets.js';
 import type { ControllerDeps } from './controller-deps.js';
@@ -86,7 +86,7 @@ export class Daemon {
   private readonly ownership: Ownership;
   private readonly kubeconfig: KubeconfigFile;
   private readonly role: OwnershipRole;
-  private readonly chores: Chores;
+  private readonly installed: InstalledFiles;
   private readonly scan: NodeScan;
   private readonly targetDirs: TargetDirWatches;
   private readonly router: EventRouter;
@@ -149,7 +149,7 @@ export class Daemon {
     this.keeper = config.mode === 'owned' ? new OwnedConfig(deps, netDirOnDisk) : new Reconciler(deps, netDirOnDisk);
     const common: ControllerDeps = { config, root: this.root, log, metrics, readiness: this.readiness, phase, netDirArmed, onConditionChange };
     this.scan = new NodeScan({ ...common, pluginType: plugin.type, keeper: this.keeper });
-    this.chores = new Chores({ ...common, kubeconfig: this.kubeconfig, binary, onBinaryBack: () => this.scan.rescan('binary') });
+    this.installed = new InstalledFiles({ ...common, kubeconfig: this.kubeconfig, binary, onBinaryBack: () => this.scan.rescan('binary') });
     this.role = new OwnershipRole({
       ownership: this.ownership,
       phase,
@@ -158,8 +158,8 @@ export class Daemon {
       netDirArmed,
       onRoleChange: (role) => this.onRoleChange?.(role),
       onTakeBack: async () => {
-        await this.chores.reinstallBinaries();
-        await this.chores.syncKubeconfig();
+        await this.installed.reinstallBinaries();
+        await this.installed.syncKubeconfig();
         this.scan.rescan('take-back');
       },
     });
@@ -172,7 +172,7 @@ export class Daemon {
       netDir: this.netDir,
       keeper: this.keeper,
       role: this.role,
-      chores: this.chores,
+      installed: this.installed,
       scan: this.scan,
       binDirOnDisk: () => this.binDirOnDisk,
       onBatchDone: onConditionChange,
@@ -223,13 +223,13 @@ export class Daemon {
     // 2. Binaries before any config names them.
     await this.step('2. install the plugin binaries', async () => {
       this.binDirOnDisk = this.root.ensureDir(this.config.binDir);
-      await this.chores.installAtStart();
+      await this.installed.installAtStart();
     });
     // 3. Stranded temp files of earlier instances, before anything reads the configs (a newer write
     //    displaced by a crash mid-exchange goes back first); then the kubeconfig, if net.d exists.
     await this.step('3. sweep temps and write the kubeconfig', async () => {
       this.scan.sweep(0);
-      if (this.root.dirOnDisk(this.config.netDir) !== undefined) await this.chores.writeKubeconfigNow();
+      if (this.root.dirOnDisk(this.config.netDir) !== undefined) await this.installed.writeKubeconfigNow();
     });
     // 4. Watches: the service-account dir, the bin dir, then net.d and the path to it, whose arming
     //    claims the node, writes the kubeconfig and scans. A watch the kernel refuses here (inotify
@@ -281,10 +281,10 @@ export class Daemon {
     this.keeper.stop();
     await this.netDir.close();
     await this.watcher.close();
-    await Promise.all([this.keeper.drain(), this.chores.drain()]);
+    await Promise.all([this.keeper.drain(), this.installed.drain()]);
     await this.chainedTargets.drain();
     await this.keeper.dispose();
-    this.chores.dispose();
+    this.installed.dispose();
     this.targetDirs.dispose();
     try {
       const owner = this.role.ownedByAnother();
@@ -304,7 +304,7 @@ export class Daemon {
       this.log.info({ reason: decided.reason }, 'uninstalling: removing the plugin from every config');
       await (await this.kubeNode)?.uninstalling(decided.reason, 2_000);
       const result = await teardown(this.root, this.config, this.plugin.type, this.log, {
-        binaries: this.chores.installed,
+        binaries: this.installed.binaryNames,
         patchedTargets: this.chainedTargets.all,
         releaseOwnership: () => this.ownership.release(),
       });
@@ -321,7 +321,7 @@ export class Daemon {
     this.readiness.clearConfigs();
     if (!this.role.onNetDirArmed()) return;
     this.scan.sweep(0);
-    await this.chores.syncKubeconfig();
+    await this.installed.syncKubeconfig();
     this.scan.rescan('start');
   }
 
@@ -341,8 +341,8 @@ export class Daemon {
     this.role.retryClaim();
     this.scan.sweep(SWEEP_MIN_AGE_MS);
     this.scan.rescan('timer');
-    await this.chores.syncKubeconfig();
-    await this.chores.reinstallBinaries();
+    await this.installed.syncKubeconfig();
+    await this.installed.reinstallBinaries();
     this.targetDirs.retry(this.keeper.targets);
   }
 

@@ -1,14 +1,14 @@
 // Routes each batch of watch events to the controller it concerns (docs/design.md, Events): config
 // names in net.d to the config keeper (debounced until the writer is done), the owner file to the
 // ownership role, the path to net.d to its watch, symlink targets' directories to the links that
-// lead there, the service-account dir and the bin dir to the chores. Our own renames are set aside
+// lead there, the service-account dir and the bin dir to the installed files. Our own renames are set aside
 // first, and an overflow means a rescan.
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { WatchEvent, Watcher } from '../../watch/watcher.js';
 import type { Metrics } from '../http/metrics.js';
 import type { ConfigKeeper } from '../keepers/config-keeper.js';
-import type { Chores } from '../node/chores.js';
+import type { InstalledFiles } from '../node/installed-files.js';
 import type { NetDirWatch } from './net-dir-watch.js';
 import type { NodeScan } from './node-scan.js';
 import { OwnRenames } from './own-renames.js';
@@ -26,7 +26,7 @@ export interface EventRouterDeps {
   netDir: NetDirWatch;
   keeper: ConfigKeeper;
   role: OwnershipRole;
-  chores: Chores;
+  installed: InstalledFiles;
   scan: NodeScan;
   /** The bin dir as the watcher names it. */
   binDirOnDisk: () => string | undefined;
@@ -41,7 +41,7 @@ export class EventRouter {
   constructor(private readonly deps: EventRouterDeps) {}
 
   onEvents(events: WatchEvent[]): void {
-    const { phase, metrics, log, netDir, keeper, config, chores } = this.deps;
+    const { phase, metrics, log, netDir, keeper, config, installed } = this.deps;
     if (phase.ending) return;
     this.ownRenames.observe(events);
     const netDirDisk = netDir.disk;
@@ -59,11 +59,11 @@ export class EventRouter {
       if (event.dir === netDirDisk) this.onNetDirEvent(event);
       netDir.onEvent(event);
       if (keeper.targets.isTargetDir(event.dir)) this.onTargetDirEvent(event);
-      if (event.dir === config.serviceAccountDir) void chores.syncKubeconfig();
-      if (event.dir === binDirOnDisk && chores.isOurBinary(event.name)) {
+      if (event.dir === config.serviceAccountDir) void installed.syncKubeconfig();
+      if (event.dir === binDirOnDisk && installed.isOurBinary(event.name)) {
         // Someone (an older instance's cleanup during an upgrade) removed or replaced our binary: put
         // it back. (Our own install lands by a rename, which OwnRenames has already set aside.)
-        if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void chores.reinstallBinaries();
+        if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void installed.reinstallBinaries();
       }
     }
     this.deps.onBatchDone();
@@ -84,20 +84,19 @@ export class EventRouter {
     }
     const { name } = event;
     if (name === OWNER_FILE_NAME) {
-      // Only once the file is complete: an owner file written in place (an earlier version's, or by
-      // hand) is empty or half-written at its IN_CREATE and IN_MODIFY, and a record that cannot be
+      // Only once the file is complete: an owner file written in place (by hand, say) is empty or
+      // half-written at its IN_CREATE and IN_MODIFY, and a record that cannot be
       // read looks like no owner at all, which would claim the node over it. IN_CLOSE_WRITE follows.
       if (event.kind !== 'create' && event.kind !== 'modify') this.deps.role.check();
       return;
     }
     if (phase.standingBy) return;
     if (name === config.kubeconfigName && (event.kind === 'delete' || event.kind === 'moved-out')) {
-      void this.deps.chores.syncKubeconfig();
+      void this.deps.installed.syncKubeconfig();
       return;
     }
     if (keeper.concerns(name) && !event.isDir) this.onConfigEvent(event);
-    // A symlink target that lives in net.d under a non-config name (05-cilium.conflist-current). (An
-    // indexed loop: this runs for every event, and for-of made an iterator each time.)
+    // A symlink target that lives in net.d under a non-config name (05-cilium.conflist-current).
     const links = keeper.targets.linksTo(event.dir, name);
     for (let k = 0; k < links.length; k++) keeper.trigger(links[k]!);
   }

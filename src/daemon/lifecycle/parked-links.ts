@@ -6,7 +6,7 @@ import { withDirSync } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
-import { IN } from '../../native/addon.js';
+import { SYSCALL } from '../../native/addon.js';
 import { parkedLinkSuperseded } from '../keepers/conf-conversion.js';
 
 /** Restores every parked link of net.d; returns the conflists it removed (they were ours). */
@@ -25,7 +25,7 @@ export function restoreParkedLinks(root: HostRoot, netDir: string, pluginType: s
         const conflist = conflistName(original);
         // The link back first (it sorts before the conflist, so the runtime loads it from now on),
         // then the conflist made from its target.
-        dir.rename(name, original, IN.RENAME_NOREPLACE);
+        dir.rename(name, original, SYSCALL.RENAME_NOREPLACE);
         if (conflist !== original) removed.push(...dir.unlinkExisting([conflist]));
         log.info({ file: original, removed: conflist }, 'put back a converted .conf link');
       }

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { planUnpatch, scanConfig } from '../../cni/conflist.js';
 import { resolveDelegate } from '../keepers/symlink-targets.js';
 import { touchSymlink, writeFileAtomic } from '../../fs/atomic-write.js';
-import { readEntry } from '../../fs/bounded-read.js';
+import { ownerOf, readEntry } from '../../fs/bounded-read.js';
 import { withDir } from '../../fs/dir.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
@@ -46,7 +46,7 @@ async function unpatchOne(root: HostRoot, config: NodeConfig & { backupOfOwnedCo
   return withDir(root.openDir(path.posix.dirname(file)), async (dir) => {
     const name = path.posix.basename(file);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      const read = readEntry(dir, name, maxBytes, true);
+      const read = readEntry(dir, name, maxBytes, { xattrs: true });
       if (read.kind === 'too-large' && read.xattrsOver === true) {
         // Xattrs grown past what the agent copies since it chained the file: it cannot be rewritten
         // faithfully, and if it holds the plugin, the binary must stay.
@@ -60,8 +60,7 @@ async function unpatchOne(root: HostRoot, config: NodeConfig & { backupOfOwnedCo
       if (read.kind !== 'file') return 'absent';
       const plan = planUnpatch(read.bytes, pluginType);
       if (plan.action !== 'write') return 'absent';
-      const st = read.stat;
-      const result = await writeFileAtomic(dir, name, plan.bytes, { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, xattrs: read.xattrs, expect: read.bytes });
+      const result = await writeFileAtomic(dir, name, plan.bytes, { ...ownerOf(read), expect: read.bytes });
       if (result === 'stale') continue; // rewritten meanwhile: look at the newer version
       if (config.symlink !== undefined && path.posix.dirname(file) !== netDir) {
         await withDir(root.openDir(netDir), (netDirHandle) => touchSymlink(netDirHandle, config.name, config.symlink!.text));

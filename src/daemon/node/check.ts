@@ -5,6 +5,7 @@ import { statSync, type Stats } from 'node:fs';
 import { chainState, ConfigParseError, planPatch, scanConfig, type ChainedPlugin } from '../../cni/conflist.js';
 import { compareNames, isLibcniName, isOwnedCopyName } from '../../cni/names.js';
 import { loadedConfig, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
+import { binaryShortfall } from './plugin-binary.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import { withDirSync } from '../../fs/dir.js';
 import type { HostRoot } from '../../fs/host-root.js';
@@ -120,9 +121,14 @@ function binaryState(root: HostRoot, binDir: string, containerBinDir: string | u
   } catch {
     st = undefined;
   }
-  if (st === undefined || !st.isFile()) return { present: false };
-  if ((st.mode & 0o111) === 0) return { present: false, detail: 'not executable' };
-  if (source !== undefined && (source.size !== st.size || (source.mode & 0o7777) !== (st.mode & 0o7777))) return { present: false, detail: "differs from CONTAINER_CNI_BIN_DIR's copy" };
+  switch (binaryShortfall(source, st)) {
+    case 'missing':
+      return { present: false };
+    case 'not-executable':
+      return { present: false, detail: 'not executable' };
+    case 'differs':
+      return { present: false, detail: "differs from CONTAINER_CNI_BIN_DIR's copy" };
+  }
   return { present: true };
 }
 
@@ -197,7 +203,6 @@ function checkOwnedCopy(root: HostRoot, config: CheckConfig, plugin: ChainedPlug
 
 /** A name as it is safe to print: control characters (a newline could forge report lines) escaped. */
 export function printable(name: string): string {
-  // eslint-disable-next-line no-control-regex
   return /[\u0000-\u001f\u007f"\\]/.test(name) ? JSON.stringify(name) : name;
 }
 

@@ -28,6 +28,20 @@ function sameIdentity(a: Identity, b: Identity): boolean {
   return a.ino === b.ino && a.size === b.size && a.mode === b.mode && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
 
+/** How a host copy of a binary falls short of its source in the image, or undefined when it does not. */
+export type BinaryShortfall = 'missing' | 'not-executable' | 'differs';
+
+/**
+ * The one comparison of a host binary with the image's copy, for the agent and for `check`: present
+ * as a regular file, executable, and of the source's size and mode (the install copies both).
+ */
+export function binaryShortfall(source: Pick<Stats, 'size' | 'mode'> | undefined, host: Stats | undefined): BinaryShortfall | undefined {
+  if (host === undefined || !host.isFile()) return 'missing';
+  if ((host.mode & 0o111) === 0) return 'not-executable';
+  if (source !== undefined && (source.size !== host.size || (source.mode & 0o7777) !== (host.mode & 0o7777))) return 'differs';
+  return undefined;
+}
+
 export class PluginBinary {
   /** The host copy as the last install left it; undefined until an install put it in place. */
   private installed: Identity | undefined;
@@ -67,10 +81,15 @@ export class PluginBinary {
     }
     if (!source.isFile()) return this.notInImage();
     const host = this.lstatHost();
-    if (host === undefined || !host.isFile()) return `${this.hostPath} is missing: nothing is chained until it is installed`;
-    if ((host.mode & 0o111) === 0) return `${this.hostPath} is not executable: nothing is chained until it is reinstalled`;
-    if (host.size !== source.size) return `${this.hostPath} is not the copy of CONTAINER_CNI_BIN_DIR's: nothing is chained until it is reinstalled`;
-    this.installed = identityOf(host);
+    switch (binaryShortfall(source, host)) {
+      case 'missing':
+        return `${this.hostPath} is missing: nothing is chained until it is installed`;
+      case 'not-executable':
+        return `${this.hostPath} is not executable: nothing is chained until it is reinstalled`;
+      case 'differs':
+        return `${this.hostPath} is not the copy of CONTAINER_CNI_BIN_DIR's: nothing is chained until it is reinstalled`;
+    }
+    this.installed = identityOf(host!);
     return undefined;
   }
 

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
 
 describe('configuration and messages', () => {
-  it('17. HEALTH_PORT in use: one line naming it, exit 2, no stack', async () => {
+  it('HEALTH_PORT in use: one line naming it, exit 2, no stack', async () => {
     const host = new NodeHost();
     const port = await freePort();
     const { createServer } = await import('node:net');
@@ -36,7 +36,7 @@ describe('configuration and messages', () => {
     expect(uninstall.stderr).toBe('cni-chainer: uninstall incomplete: the plugin is still in "/etc/cni/net.d (is not a directory)"\n');
   });
 
-  it('17. check escapes a config name with a newline', async () => {
+  it('check escapes a config name with a newline', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist', 'evil\n  * 00-forged.conflist  chained\nx.conflist');
     const check = await host.cli(['check']);
@@ -44,7 +44,7 @@ describe('configuration and messages', () => {
     expect(check.stdout).toContain('"evil\\n');
   });
 
-  it('18. /healthz reports a stalled event loop after it recovers', async () => {
+  it('/healthz reports a stalled event loop after it recovers', async () => {
     const host = new NodeHost();
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });

@@ -27,7 +27,7 @@ describe('spare patches', () => {
 });
 
 describe('fights', () => {
-  it('15. a primary rewriting every 100 ms for 5 s is never backed off, and chained after each rewrite', async () => {
+  it('a primary rewriting every 100 ms for 5 s is never backed off, and chained after each rewrite', async () => {
     const host = new NodeHost();
     const daemon = await host.started({ LOG_LEVEL: 'debug' });
     const original = fixture('10-aws.conflist');
@@ -48,7 +48,7 @@ describe('fights', () => {
     expect(readdirSync(host.netDir).filter((n) => n.includes('.cni-chainer-'))).toEqual([]);
   }, 20_000);
 
-  it('15. a primary reverting within milliseconds backs off, doubling, with one warning', async () => {
+  it('a primary reverting within milliseconds backs off, doubling, with one warning', async () => {
     const host = new NodeHost();
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });
@@ -74,7 +74,7 @@ describe('fights', () => {
     expect((await probe(port, '/metrics')).body).toMatch(/^cni_chainer_fights_total 1$/m);
   }, 30_000);
 
-  it('16. the .conf upgrade path counts in fights too', async () => {
+  it('the .conf upgrade path counts in fights too', async () => {
     const host = new NodeHost();
     const daemon = await host.started();
     const conf = fixture('10-calico.conf');

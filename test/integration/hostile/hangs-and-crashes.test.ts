@@ -13,7 +13,7 @@ import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 describe('hangs and crashes', () => {
-  it('1. FIFOs at the owner file, the kubeconfig, the plugin binary and a config name block nothing', async () => {
+  it('FIFOs at the owner file, the kubeconfig, the plugin binary and a config name block nothing', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     mkfifo(host.net('.cni-chainer.owner'));
@@ -32,7 +32,7 @@ describe('hangs and crashes', () => {
     expect((await daemon.stop()).code).toBe(0);
   });
 
-  it('1. a config swapped for a FIFO after it was listed does not block a pass', async () => {
+  it('a config swapped for a FIFO after it was listed does not block a pass', async () => {
     const host = new NodeHost();
     const daemon = await host.started();
     for (let i = 0; i < 20; i++) {
@@ -45,7 +45,7 @@ describe('hangs and crashes', () => {
     expect((await daemon.stop()).code).toBe(0);
   });
 
-  it('2. the owner file and the kubeconfig as links to /dev/zero: bounded reads, memory stays flat', async () => {
+  it('the owner file and the kubeconfig as links to /dev/zero: bounded reads, memory stays flat', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     symlinkSync('/dev/zero', host.net('.cni-chainer.owner'));
@@ -98,7 +98,7 @@ describe('hangs and crashes', () => {
     expect((await daemon.stop()).code).toBe(0);
   });
 
-  it('4. RLIMIT_NOFILE 256 and 3,000 configs: every config chained, no temp file left', async () => {
+  it('RLIMIT_NOFILE 256 and 3,000 configs: every config chained, no temp file left', async () => {
     const host = new NodeHost();
     for (let i = 0; i < 3000; i++) writeFileSync(host.net(`c${String(i).padStart(4, '0')}.conflist`), fixture('10-flannel.conflist'));
     const daemon = host.start({ RESYNC_INTERVAL_S: '1', LOG_LEVEL: 'warn' }, ['run'], ['prlimit', '--nofile=256:256', '--']);
@@ -114,7 +114,7 @@ describe('hangs and crashes', () => {
   // Version 0.1 peaked at 140 MB here, above the manifest's limit of then (128Mi; 160Mi now). Now
   // 94.7-95.7 MiB (VmHWM, of which ~50 MiB are the node binary's own mapped pages); the bound asserted
   // leaves room for this machine's noise and for the test runner's load.
-  it('5. 10,000 configs and a 20 MB config: peak RSS under the pod limit (160Mi), the others chained', async () => {
+  it('10,000 configs and a 20 MB config: peak RSS under the pod limit (160Mi), the others chained', async () => {
     const host = new NodeHost();
     const big = JSON.stringify({ cniVersion: '0.3.1', name: 'big', plugins: [{ type: 'bridge', pad: 'x'.repeat(20 << 20) }] });
     writeFileSync(host.net('00-big.conflist'), big);
@@ -133,7 +133,7 @@ describe('hangs and crashes', () => {
   // configs peaked at 256 MiB before (32 passes at once, each job's bytes copied into the addon), and
   // 100 at 258 MiB with 128 passes and no bound; 127-135 MiB now, most of it Buffers V8 has not
   // collected yet.
-  it('5. configs of 1 MB each are read a few at a time: passes hold at most 4 MiB of config between them', async () => {
+  it('configs of 1 MB each are read a few at a time: passes hold at most 4 MiB of config between them', async () => {
     const host = new NodeHost();
     const names = putMegabyteConfigs(host, 40);
     // The kernel queues IN_OPEN before open(2) returns and IN_CREATE before the temp file exists, so
@@ -158,7 +158,7 @@ describe('hangs and crashes', () => {
     }
   }, 120_000);
 
-  it('5. 100 configs of 1 MB each: passes hold at most a few MiB at once, peak RSS stays bounded', async () => {
+  it('100 configs of 1 MB each: passes hold at most a few MiB at once, peak RSS stays bounded', async () => {
     const host = new NodeHost();
     const names = putMegabyteConfigs(host, 100);
     const daemon = host.start({ LOG_LEVEL: 'warn', MALLOC_ARENA_MAX: '2' });
@@ -167,7 +167,7 @@ describe('hangs and crashes', () => {
     await daemon.stop();
   }, 120_000);
 
-  it('5. exits after SIGTERM while V8 still compiles in the background (no hang in process teardown)', async () => {
+  it('exits after SIGTERM while V8 still compiles in the background (no hang in process teardown)', async () => {
     // Unpatching 1 MB configs at SIGTERM makes V8 compile the scanner concurrently. process.exit()
     // joined V8's threads while one of them waited for a main-thread GC, and the process hung in
     // pthread_join for good (nodejs/node#54918); it hung in 1 of 6 runs of the test above. The agent

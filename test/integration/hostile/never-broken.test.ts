@@ -12,7 +12,7 @@ import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 describe('nodes never left broken', () => {
-  it('11. rollback: the older instance takes the node back within seconds when the newer one exits', async () => {
+  it('rollback: the older instance takes the node back within seconds when the newer one exits', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const a = await host.started();
@@ -26,7 +26,7 @@ describe('nodes never left broken', () => {
     await waitFor(() => host.isChained('10-aws.conflist'), 'new configs chained by A');
   });
 
-  it('11. upgrade with maxSurge on the host network: HEALTH_PORT handed to the newer instance, and back on rollback', async () => {
+  it('upgrade with maxSurge on the host network: HEALTH_PORT handed to the newer instance, and back on rollback', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const port = await freePort();
@@ -45,7 +45,7 @@ describe('nodes never left broken', () => {
     await waitFor(() => a.count('health server listening') === 2, 'A listening again');
   }, 30_000);
 
-  it('11. rollback after the newer instance was killed: taken back at once (the kernel drops its lock)', async () => {
+  it('rollback after the newer instance was killed: taken back at once (the kernel drops its lock)', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const a = await host.started();
@@ -104,7 +104,7 @@ describe('nodes never left broken', () => {
     }
   });
 
-  it('12. check notices a missing plugin binary', async () => {
+  it('check notices a missing plugin binary', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const daemon = await host.started();
@@ -117,7 +117,7 @@ describe('nodes never left broken', () => {
     expect(check.stdout).toContain('plugin binary /opt/cni/bin/linkerd-cni: MISSING');
   });
 
-  it('13. SIGTERM then SIGINT: one cleanup, finished, exit 0', async () => {
+  it('SIGTERM then SIGINT: one cleanup, finished, exit 0', async () => {
     const host = new NodeHost();
     for (let i = 0; i < 300; i++) writeFileSync(host.net(`c${i}.conflist`), fixture('10-flannel.conflist'));
     const daemon = await host.started({ LOG_LEVEL: 'info' });
@@ -131,7 +131,7 @@ describe('nodes never left broken', () => {
     expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(false);
   });
 
-  it('13. SIGTERM unchains the former target of a retargeted link', async () => {
+  it('SIGTERM unchains the former target of a retargeted link', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist', 'a.conflist-v1');
     host.putFixture('10-aws.conflist', 'a.conflist-v2');
@@ -146,7 +146,7 @@ describe('nodes never left broken', () => {
     expect(host.read('a.conflist-v2')).toBe(fixture('10-aws.conflist'));
   });
 
-  it('13. SIGTERM with 10,000 configs finishes within the default deadline', async () => {
+  it('SIGTERM with 10,000 configs finishes within the default deadline', async () => {
     const host = new NodeHost();
     for (let i = 0; i < 10_000; i++) writeFileSync(host.net(`c${String(i).padStart(5, '0')}.conflist`), fixture('10-flannel.conflist'));
     const daemon = host.start({ LOG_LEVEL: 'warn' });
@@ -158,7 +158,7 @@ describe('nodes never left broken', () => {
     expect(temps(host.netDir)).toEqual([]);
   }, 180_000);
 
-  it('14. temp files a SIGKILL left behind are swept at the next start', async () => {
+  it('temp files a SIGKILL left behind are swept at the next start', async () => {
     const host = new NodeHost();
     for (let i = 0; i < 200; i++) writeFileSync(host.net(`c${i}.conflist`), fixture('10-flannel.conflist'));
     // Stale temps of a dead instance (other token), of both kinds: an unlanded patch and a landed exchange.

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addon, IN } from '../../../src/native/addon.js';
+import { addon, SYSCALL } from '../../../src/native/addon.js';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
 import { canChattr, canMount, canUnshare, temps } from '../../helpers/hostile.js';
@@ -24,7 +24,7 @@ describe('readiness that never lies', () => {
     expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
   });
 
-  it('6. net.d that cannot be listed at a resync (EACCES): not ready with that reason, no crash, ready again once it can', async () => {
+  it('net.d that cannot be listed at a resync (EACCES): not ready with that reason, no crash, ready again once it can', async () => {
     // Root passes any permission check while it holds CAP_DAC_OVERRIDE: without it (and without
     // CAP_DAC_READ_SEARCH, which the deployment does not keep either), a mode-000 net.d is EACCES.
     const asRoot = process.getuid?.() === 0;
@@ -53,7 +53,7 @@ describe('readiness that never lies', () => {
     expect(host.holdsPlugin('10-flannel.conflist')).toBe(false);
   });
 
-  it('10. a config whose name is not UTF-8 (05-\\xff.conflist): not ready and check says NOT chained, since libcni loads it first', async () => {
+  it('a config whose name is not UTF-8 (05-\\xff.conflist): not ready and check says NOT chained, since libcni loads it first', async () => {
     // Names reach JavaScript decoded, \xff as U+FFFD, so the agent cannot open this file by the name it
     // has; containerd's libcni reads names as bytes, sorts this one first and loads it, unchained.
     const host = new NodeHost();
@@ -85,7 +85,7 @@ describe('readiness that never lies', () => {
     expect(await again.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('10. CNI_PATCH_SCOPE=primary and a name that is not UTF-8: not ready when it is the primary, out of scope otherwise', async () => {
+  it('CNI_PATCH_SCOPE=primary and a name that is not UTF-8: not ready when it is the primary, out of scope otherwise', async () => {
     const host = new NodeHost();
     host.putFixture('10-calico.conflist');
     const named = (prefix: string) => Buffer.concat([Buffer.from(`${host.netDir}/${prefix}`), Buffer.from([0xff]), Buffer.from('.conflist')]);
@@ -104,7 +104,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('12. a plugin binary that lost its execute bits is put back by the resync', async () => {
+  it('a plugin binary that lost its execute bits is put back by the resync', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const daemon = await host.started({ RESYNC_INTERVAL_S: '1' });
@@ -117,7 +117,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('12. a kubeconfig made world-readable gets its mode back at the resync', async () => {
+  it('a kubeconfig made world-readable gets its mode back at the resync', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const daemon = await host.started({ RESYNC_INTERVAL_S: '1' });
@@ -128,7 +128,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('12. the plugin binary or the kubeconfig that cannot be put back: not ready naming it, ready once it can', async () => {
+  it('the plugin binary or the kubeconfig that cannot be put back: not ready naming it, ready once it can', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     const port = await freePort();
@@ -143,7 +143,7 @@ describe('readiness that never lies', () => {
     for (const { file, reason } of cases) {
       const aside = `${file}.aside`;
       mkdirSync(aside);
-      addon.renameat2(IN.AT_FDCWD, aside, IN.AT_FDCWD, file, IN.RENAME_EXCHANGE);
+      addon.renameat2(SYSCALL.AT_FDCWD, aside, SYSCALL.AT_FDCWD, file, SYSCALL.RENAME_EXCHANGE);
       const r = await waitFor(async () => {
         const got = await probe(port, '/readyz');
         return got.status === 503 && got;
@@ -158,7 +158,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('6. the parcel backend with net.d missing: not ready, watching the path, chained once net.d exists', async () => {
+  it('the parcel backend with net.d missing: not ready, watching the path, chained once net.d exists', async () => {
     const host = new NodeHost({ netDir: false });
     const port = await freePort();
     await host.started({ WATCH_BACKEND: 'parcel', HEALTH_PORT: String(port) });
@@ -172,7 +172,7 @@ describe('readiness that never lies', () => {
     await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
   });
 
-  it('6. net.d a symlink loop: not ready with that reason, and chained once it is fixed', async () => {
+  it('net.d a symlink loop: not ready with that reason, and chained once it is fixed', async () => {
     const host = new NodeHost({ netDir: false });
     mkdirSync(path.dirname(host.netDir), { recursive: true });
     symlinkSync('net.d', host.netDir);
@@ -235,7 +235,7 @@ describe('readiness that never lies', () => {
     }
   });
 
-  it('8. an ancestor of net.d replaced (mv /etc/cni /etc/cni.old; mkdir -p /etc/cni/net.d): re-armed at once', async () => {
+  it('an ancestor of net.d replaced (mv /etc/cni /etc/cni.old; mkdir -p /etc/cni/net.d): re-armed at once', async () => {
     const host = new NodeHost();
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '0' });
@@ -248,7 +248,7 @@ describe('readiness that never lies', () => {
     expect(daemon.child.exitCode).toBe(null);
   });
 
-  it('9. a symlink target directory replaced while events are queued is watched again', async () => {
+  it('a symlink target directory replaced while events are queued is watched again', async () => {
     const host = new NodeHost();
     const target = host.disk('/var/lib/cni-t');
     mkdirSync(target, { recursive: true });
@@ -270,7 +270,7 @@ describe('readiness that never lies', () => {
     await waitFor(() => host.isChained(path.join(target, 'net.conflist')) && host.read(path.join(target, 'net.conflist')).includes('calico'), 'rewrite re-chained');
   });
 
-  it('10. readiness agrees with the runtime: .json counts, a directory named y.conflist does not', async () => {
+  it('readiness agrees with the runtime: .json counts, a directory named y.conflist does not', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     mkdirSync(host.net('y.conflist'));
@@ -285,7 +285,7 @@ describe('readiness that never lies', () => {
     await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready without the .json');
   });
 
-  it('10. CNI_PATCH_SCOPE=primary with 3,000 configs: the first scan is not quadratic', async () => {
+  it('CNI_PATCH_SCOPE=primary with 3,000 configs: the first scan is not quadratic', async () => {
     // Each pass asked for the primary, and each answer listed net.d and lstat'ed every name: 3,000
     // configs held the first scan for 19 s on the bench machine (0.12 s with one listing per turn).
     const host = new NodeHost();
@@ -298,7 +298,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('10. CNI_PATCH_SCOPE=primary never takes a directory for the primary', async () => {
+  it('CNI_PATCH_SCOPE=primary never takes a directory for the primary', async () => {
     const host = new NodeHost();
     mkdirSync(host.net('00-dir.conflist'));
     host.putFixture('10-flannel.conflist');

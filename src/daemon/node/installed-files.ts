@@ -1,8 +1,8 @@
-// The node chores (docs/design.md, Start): the plugin binaries in the host's bin dir and the
+// The files the agent keeps installed on the node (docs/design.md, Start): the plugin binaries in the host's bin dir and the
 // kubeconfig in net.d, installed at start and put back whenever something removes or changes them.
 //
 // Token rotation and binary checks come in bursts of events: one run at a time, coalesced. The
-// plugin cannot run without its binary, nor reach the API without its kubeconfig, so a chore that
+// plugin cannot run without its binary, nor reach the API without its kubeconfig, so an install that
 // fails keeps its readiness condition failing (as `check` says NOT chained without the binary) until
 // one succeeds: the next event or resync tries again.
 import { errnoCode } from '../../fs/errno.js';
@@ -13,9 +13,9 @@ import type { ControllerDeps } from '../lifecycle/controller-deps.js';
 import { installBinaries } from './binaries.js';
 import type { PluginBinary } from './plugin-binary.js';
 
-type Chore = 'kubeconfig' | 'binaries';
+type InstalledFile = 'kubeconfig' | 'binaries';
 
-export interface ChoresDeps extends ControllerDeps {
+export interface InstalledFilesDeps extends ControllerDeps {
   /** Written only while net.d is watched (netDirArmed): it lives there. */
   kubeconfig: KubeconfigFile;
   binary: PluginBinary;
@@ -23,29 +23,29 @@ export interface ChoresDeps extends ControllerDeps {
   onBinaryBack: () => void;
 }
 
-export class Chores {
+export class InstalledFiles {
   /** The names of the binaries installed from CONTAINER_CNI_BIN_DIR. */
-  installed: string[] = [];
-  private readonly conditions: Record<Chore, Condition>;
+  binaryNames: string[] = [];
+  private readonly conditions: Record<InstalledFile, Condition>;
   /** The plugin's own binary is on the host as installed (plugin-binary.ts). */
   private readonly pluginBinary: Condition;
   private readonly queue = new CoalescingQueue(
-    async (chore: Chore) => {
-      await (chore === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries());
-      if (this.conditions[chore].failing) {
-        this.conditions[chore].clear();
+    async (file: InstalledFile) => {
+      await (file === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries());
+      if (this.conditions[file].failing) {
+        this.conditions[file].clear();
         this.deps.onConditionChange();
       }
     },
-    (chore, err) => {
+    (file, err) => {
       const code = errnoCode(err) ?? (err as Error).message;
-      this.conditions[chore].set(chore === 'kubeconfig' ? `cannot write the kubeconfig: ${code}` : `cannot install the plugin binaries: ${code}`);
-      this.deps.log.error({ code: errnoCode(err), err: (err as Error).message }, chore === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed');
+      this.conditions[file].set(file === 'kubeconfig' ? `cannot write the kubeconfig: ${code}` : `cannot install the plugin binaries: ${code}`);
+      this.deps.log.error({ code: errnoCode(err), err: (err as Error).message }, file === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed');
       this.deps.onConditionChange();
     },
   );
 
-  constructor(private readonly deps: ChoresDeps) {
+  constructor(private readonly deps: InstalledFilesDeps) {
     this.conditions = { kubeconfig: deps.readiness.condition('kubeconfig'), binaries: deps.readiness.condition('binaries') };
     this.pluginBinary = deps.readiness.condition('plugin-binary');
   }
@@ -54,7 +54,7 @@ export class Chores {
   async installAtStart(): Promise<void> {
     const { config, root, log } = this.deps;
     const binaries = await installBinaries(config.containerBinDir, root, config.binDir);
-    this.installed = binaries.map((b) => b.name);
+    this.binaryNames = binaries.map((b) => b.name);
     log.info({ dir: config.binDir, binaries: binaries.map((b) => `${b.name}${b.written ? '' : ' (unchanged)'}`) }, 'installed plugin binaries');
     this.verifyPluginBinary();
   }
@@ -78,7 +78,7 @@ export class Chores {
 
   /** True for an entry of the bin dir that is ours: one we installed, or the plugin's own. */
   isOurBinary(name: string): boolean {
-    return this.installed.includes(name) || name === this.deps.binary.type;
+    return this.binaryNames.includes(name) || name === this.deps.binary.type;
   }
 
   drain(): Promise<void> {
@@ -100,7 +100,7 @@ export class Chores {
   private async checkBinaries(): Promise<void> {
     const { config, root, log } = this.deps;
     const binaries = await installBinaries(config.containerBinDir, root, config.binDir);
-    this.installed = binaries.map((b) => b.name);
+    this.binaryNames = binaries.map((b) => b.name);
     const written = binaries.filter((b) => b.written).map((b) => b.name);
     if (written.length > 0) log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
     const wasMissing = this.pluginBinary.failing;
