@@ -11,7 +11,7 @@
 //   reconciler.ts / owned-config.ts: the config keeper, per-config statuses
 // This file wires them together and holds the one explicit phase (phase.ts).
 import { existsSync } from 'node:fs';
-import { ConfigError, type Config } from '../../config.js';
+import type { Config } from '../../config.js';
 import type { ChainedPlugin } from '../../cni/conflist.js';
 import { errnoCode } from '../../fs/errno.js';
 import { HostRoot } from '../../fs/host-root.js';
@@ -35,12 +35,14 @@ import { NodeScan } from './node-scan.js';
 import { Ownership } from './ownership.js';
 import { OwnershipRole } from './ownership-role.js';
 import { PhaseState, type Phase } from './phase.js';
+import { ReadinessReporter } from './readiness-reporter.js';
 import { MemoryReturn } from './memory-return.js';
-import type { KubeNode } from './kube-node.js';
 import { stopVerdict } from './stop-policy.js';
+import { runStep } from './start-step.js';
 import { teardown } from './teardown.js';
 
 export type { Phase } from './phase.js';
+export { StartStepError } from './start-step.js';
 
 export interface StopResult {
   /** True when this instance removed what it installed (false: another owns the node, or it failed). */
@@ -48,19 +50,6 @@ export interface StopResult {
   unpatched: string[];
   /** Configs that still hold the plugin: the binary and kubeconfig were kept for them. */
   failed: string[];
-}
-
-/** A start step that failed; `step` says which ("3. watch net.d"), the message says why. */
-export class StartStepError extends Error {
-  readonly code: string | undefined;
-  constructor(
-    readonly step: string,
-    cause: unknown,
-  ) {
-    super((cause as Error).message, { cause });
-    this.name = 'StartStepError';
-    this.code = errnoCode(cause);
-  }
 }
 
 // Temps younger than this may belong to another instance's write in progress (upgrade overlap).
@@ -96,11 +85,8 @@ export class Daemon {
   private resyncTimer: NodeJS.Timeout | undefined;
   /** Freed memory back to the kernel after start and after bursts (memory-return.ts). */
   readonly memory = new MemoryReturn();
-  private lastReady = false; // "not ready" while starting goes without saying
-  /** Once the start is done, the first readiness is told to Kubernetes whatever it is. */
-  private toldKubernetes = false;
-  /** The taint and the Events of this node (kube-node.ts), loaded at the first readiness change. */
-  private kubeNode: Promise<KubeNode | undefined> | undefined;
+  /** Readiness changes to the log, the metrics and the API server (readiness-reporter.ts). */
+  private readonly reporter: ReadinessReporter;
 
   constructor(
     private readonly config: Config,
@@ -112,6 +98,7 @@ export class Daemon {
     this.root = new HostRoot(config.hostRoot);
     this.lifecycle = this.readiness.condition('lifecycle');
     this.lifecycle.set('starting');
+    this.reporter = new ReadinessReporter(config, this.readiness, this.lifecycle, this.phaseState, log, metrics);
     const onConditionChange = (): void => this.updateReadiness();
     const phase = this.phaseState;
     const netDirArmed = (): boolean => this.netDir.armed;
@@ -214,20 +201,20 @@ export class Daemon {
    */
   private async install(): Promise<void> {
     // 1. Configuration the environment check cannot see: a token without KUBERNETES_SERVICE_HOST.
-    await this.step('1. check the kubeconfig inputs', () => {
+    await runStep('1. check the kubeconfig inputs', () => {
       this.kubeconfig.render();
       if (!this.root.kernelConfined) {
         this.log.warn('openat2 is not available (Linux before 5.6): symlinks are resolved inside the host root in userland, which a concurrent directory swap can race');
       }
     });
     // 2. Binaries before any config names them.
-    await this.step('2. install the plugin binaries', async () => {
+    await runStep('2. install the plugin binaries', async () => {
       this.binDirOnDisk = this.root.ensureDir(this.config.binDir);
       await this.installed.installAtStart();
     });
     // 3. Stranded temp files of earlier instances, before anything reads the configs (a newer write
     //    displaced by a crash mid-exchange goes back first); then the kubeconfig, if net.d exists.
-    await this.step('3. sweep temps and write the kubeconfig', async () => {
+    await runStep('3. sweep temps and write the kubeconfig', async () => {
       this.scan.sweep(0);
       if (this.root.dirOnDisk(this.config.netDir) !== undefined) await this.installed.writeKubeconfigNow();
     });
@@ -235,7 +222,7 @@ export class Daemon {
     //    claims the node, writes the kubeconfig and scans. A watch the kernel refuses here (inotify
     //    limits) ends the start. (@parcel/watcher answers a missing directory with EBADF, not
     //    ENOENT: look first.)
-    await this.step('4. watch net.d, the bin dir and the token', async () => {
+    await runStep('4. watch net.d, the bin dir and the token', async () => {
       if (existsSync(this.config.serviceAccountDir)) await this.watcher.watch(this.config.serviceAccountDir);
       await this.watcher.watch(this.binDirOnDisk!);
       await this.netDir.rearm();
@@ -246,20 +233,10 @@ export class Daemon {
       this.resyncTimer.unref();
     }
     // 5. Ready once the first passes are done (the readiness report also needs every config chained).
-    await this.step('5. chain every config', () => this.keeper.drain());
+    await runStep('5. chain every config', () => this.keeper.drain());
     if (this.phaseState.starting) this.phaseState.current = 'active';
     this.lifecycle.clear();
     this.updateReadiness();
-  }
-
-  private async step(label: string, run: () => void | Promise<void>): Promise<void> {
-    try {
-      await run();
-    } catch (err) {
-      // A configuration error stays one: the CLI exits 2 naming the variable.
-      if (err instanceof ConfigError) throw err;
-      throw new StartStepError(label, err);
-    }
   }
 
   /** Stops watching; unless another instance owns the node, removes everything `run` installed. */
@@ -302,7 +279,7 @@ export class Daemon {
         return { cleaned: false, unpatched: [], failed: [] };
       }
       this.log.info({ reason: decided.reason }, 'uninstalling: removing the plugin from every config');
-      await (await this.kubeNode)?.uninstalling(decided.reason, 2_000);
+      await this.reporter.uninstalling(decided.reason, 2_000);
       const result = await teardown(this.root, this.config, this.plugin.type, this.log, {
         binaries: this.installed.binaryNames,
         patchedTargets: this.chainedTargets.all,
@@ -311,7 +288,7 @@ export class Daemon {
       this.metrics.unpatches.inc(result.unpatched.length);
       return { cleaned: result.failed.length === 0, unpatched: result.unpatched, failed: result.failed };
     } finally {
-      void this.kubeNode?.then((node) => node?.dispose());
+      this.reporter.dispose();
       this.phaseState.current = 'stopped';
     }
   }
@@ -348,30 +325,6 @@ export class Daemon {
 
   /** Logs and exports readiness changes; called after events and passes. */
   updateReadiness(): void {
-    if (this.phaseState.ending) return;
-    const ready = this.readiness.ready;
-    const firstAfterStart = !this.toldKubernetes && !this.lifecycle.failing;
-    if (ready === this.lastReady && !firstAfterStart) return;
-    this.lastReady = ready;
-    this.metrics.ready.set(ready ? 1 : 0);
-    const reasons = ready ? [] : this.readiness.report().reasons;
-    if (ready) this.log.info('ready: every config is chained');
-    else this.log.info({ reasons }, 'not ready');
-    if (!this.lifecycle.failing) {
-      this.toldKubernetes = true;
-      this.tellKubernetes(ready, reasons);
-    }
-  }
-
-  /** Readiness to the API server, never waited for (kube-node.ts). */
-  private tellKubernetes(ready: boolean, reasons: string[]): void {
-    if (this.config.nodeName === undefined) return;
-    this.kubeNode ??= import('./kube-node.js')
-      .then(({ KubeNode }) => KubeNode.create(this.config, this.log))
-      .catch((err: unknown) => {
-        this.log.warn({ err: (err as Error).message }, 'cannot talk to the API server about this node');
-        return undefined;
-      });
-    void this.kubeNode.then((node) => node?.readinessChanged(ready, reasons));
+    this.reporter.update();
   }
 }
