@@ -54,7 +54,11 @@ export class PluginBinary {
     private readonly binDir: string,
     private readonly containerBinDir: string,
     readonly type: string,
-  ) {}
+  ) {
+    this.binDirOnDisk = root.toDisk(binDir);
+  }
+
+  private readonly binDirOnDisk: string;
 
   /** The host path of the binary, for messages. */
   get hostPath(): string {
@@ -110,7 +114,9 @@ export class PluginBinary {
 
   private lstatHost(): Stats | undefined {
     try {
-      return withDirSync(this.root.openDir(this.binDir), (dir) => dir.lstat(this.type));
+      // The disk path only names the directory: given, it spares the userland lookup (an lstat per
+      // component) on the way to the write of every turn; the kernel confines the open either way.
+      return withDirSync(this.root.openDir(this.binDir, this.binDirOnDisk), (dir) => dir.lstat(this.type));
     } catch {
       return undefined;
     }
