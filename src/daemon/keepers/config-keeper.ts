@@ -47,6 +47,8 @@ export interface ConfigKeeper {
   /** After the last pass has finished: remove whatever the keeper keeps beside the configs. */
   dispose(): Promise<void>;
   setNetDir(netDirOnDisk: string): void;
+  /** Drops every per-config status it set (net.d re-armed or lost): the next scan or sync sets them again. */
+  clearStatuses(): void;
   /** net.d was removed or moved away (its watch said so): no new pass may use a handle opened before. */
   netDirGone(): void;
 }

@@ -75,7 +75,7 @@ export function notOurs(keeper: SourceContext, netDir: Dir, name: string): void 
     return;
   }
   keeper.targets.remove(name);
-  keeper.deps.readiness.set(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${keeper.deps.config.suffixes.join(',')}) leaves it out`);
+  keeper.statuses.quiet(name, 'unmanaged', `the runtime may load it, but CNI_CONF_SUFFIXES (${keeper.deps.config.suffixes.join(',')}) leaves it out`);
 }
 
 /**
@@ -88,7 +88,7 @@ export async function passDelegate(keeper: SourceContext, netDir: Dir, name: str
     keeper.targets.remove(name);
     if (delegation.kind === 'none') keeper.statuses.problem(name, 'invalid', delegationProblem.noDelegate);
     // Multus' daemon runs the first other config of net.d, which is chained like every other one.
-    else if (delegation.kind === 'auto') keeper.deps.readiness.set(name, 'delegating', delegationProblem.auto);
+    else if (delegation.kind === 'auto') keeper.statuses.quiet(name, 'delegating', delegationProblem.auto);
     else keeper.statuses.problem(name, 'error', delegationProblem.byName(delegation.name, "the primary config's path"));
     return;
   }

@@ -32,7 +32,7 @@ import type { KeeperDeps } from './config-keeper.js';
 import { DEFAULT_FIGHT_POLICY, FightDetector, FIGHT_CAUSE } from './fight-detector.js';
 import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta, type MetaOutcome } from './owned-meta.js';
-import type { ProblemStatus } from './readiness.js';
+import type { ConfigStatus, ProblemStatus } from './readiness.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
 
@@ -53,6 +53,8 @@ export class OwnedConfig {
   readonly fights: FightDetector;
   private readonly queue: CoalescingQueue;
   private readonly lastProblem = new Map<string, string>();
+  /** The configs with a status on /readyz (set by this keeper only; readiness is never read back). */
+  private readonly known = new Set<string>();
   /** What we last wrote as the copy (sha256), to tell a revert from the primary's own change. */
   private lastWritten: { name: string; digest: string } | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -73,7 +75,7 @@ export class OwnedConfig {
         const err = error as NodeJS.ErrnoException;
         const name = this.current ?? UNNAMED;
         this.deps.metrics.writeErrors.inc({ code: err.code ?? 'UNKNOWN' });
-        this.deps.readiness.set(name, 'error', `${err.code ?? 'UNKNOWN'}: ${err.message}`);
+        this.setStatus(name, 'error', `${err.code ?? 'UNKNOWN'}: ${err.message}`);
         this.deps.log.error({ file: name, code: err.code, err: err.message }, 'writing the owned config failed');
       },
       1,
@@ -114,9 +116,8 @@ export class OwnedConfig {
   async dispose(): Promise<void> {}
 
   private problem(name: string, status: ProblemStatus, detail: string): void {
-    const { readiness, log } = this.deps;
-    this.reported.add(name);
-    readiness.set(name, status, detail);
+    const { log } = this.deps;
+    this.setStatus(name, status, detail);
     const key = `${status}: ${detail}`;
     if (this.lastProblem.get(name) === key) return;
     this.lastProblem.set(name, key);
@@ -132,14 +133,25 @@ export class OwnedConfig {
 
   /** A fight's status: on /readyz, not logged (the fight's one warning says it). */
   private fighting(name: string, detail: string): void {
-    this.reported.add(name);
-    this.deps.readiness.set(name, 'backoff', detail);
+    this.setStatus(name, 'backoff', detail);
   }
 
   private fine(name: string): void {
-    this.reported.add(name);
-    this.deps.readiness.set(name, 'chained');
+    this.setStatus(name, 'chained');
     this.lastProblem.delete(name);
+  }
+
+  /** The keeper's only write of per-config readiness; what it reported this sync is kept, the rest goes. */
+  private setStatus(name: string, status: ConfigStatus, detail?: string): void {
+    this.reported.add(name);
+    this.known.add(name);
+    this.deps.readiness.set(name, status, detail);
+  }
+
+  /** Every config status dropped: net.d was re-armed or lost, and the next sync sets them again. */
+  clearStatuses(): void {
+    for (const name of this.known) this.deps.readiness.delete(name);
+    this.known.clear();
   }
 
   private retryLater(ms: number): void {
@@ -171,7 +183,11 @@ export class OwnedConfig {
     try {
       await this.keepCopy(dir);
     } finally {
-      for (const name of this.deps.readiness.names()) if (!this.reported.has(name)) this.deps.readiness.delete(name);
+      for (const name of this.known) {
+        if (this.reported.has(name)) continue;
+        this.known.delete(name);
+        this.deps.readiness.delete(name);
+      }
     }
   }
 

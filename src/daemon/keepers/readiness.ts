@@ -100,15 +100,6 @@ export class Readiness {
     return this.configs.get(name)?.status;
   }
 
-  names(): string[] {
-    return [...this.configs.keys()];
-  }
-
-  clearConfigs(): void {
-    this.configs.clear();
-    this.notFine = 0;
-  }
-
   /** The handle of one node-wide condition, for the controller that owns it. */
   condition(key: ConditionKey): Condition {
     return new Condition(this, key);

@@ -133,7 +133,7 @@ export class Reconciler {
     }
     this.metaDelegates = undefined;
     const present = new Set(names.filter((n) => this.concerns(n) || parkedLinkOriginal(n) !== undefined));
-    for (const known of this.deps.readiness.names()) if (!present.has(known)) this.forget(known);
+    for (const known of this.statuses.names()) if (!present.has(known)) this.forget(known);
     // Also when nothing else went since: what is kept for a removed config goes within a resync.
     this.dropMemoryOf(this.gone.expire());
     for (const name of present) this.trigger(name);
@@ -150,6 +150,11 @@ export class Reconciler {
     return this.spares.dispose();
   }
 
+  /** Every config status dropped: net.d was re-armed or lost, and the next scan sets them again. */
+  clearStatuses(): void {
+    this.statuses.clear();
+  }
+
   stop(): void {
     this.netDirHandle.retire();
     this.burst.flush();
@@ -160,7 +165,7 @@ export class Reconciler {
     const fileKey = `${this.netDirOnDisk}/${name}`;
     this.metaDelegates?.delete(name);
     this.spares.drop(fileKey);
-    this.deps.readiness.delete(name);
+    this.statuses.forget(name);
     this.targets.remove(name);
     this.records.dropConfig(name);
     this.noLongerAConfig(fileKey);
@@ -206,7 +211,7 @@ export class Reconciler {
 
   /** The pass's synchronous part; what it returns, if anything, is the write under way. */
   private startPass(netDir: Dir, name: string): Promise<void> | undefined {
-    const { config, readiness } = this.deps;
+    const { config } = this.deps;
     // (1) classify
     const original = parkedLinkOriginal(name);
     if (original !== undefined) return passParked(this.sources, netDir, name, original);
@@ -219,7 +224,7 @@ export class Reconciler {
     if (read.kind === 'missing') {
       if (netDir.hasUndecodable(name)) {
         // Readiness must not say chained while the runtime may load a file we cannot even open.
-        if (config.scope === 'primary' && name !== this.primaryScope.loadedName(netDir)) readiness.set(name, 'out-of-scope');
+        if (config.scope === 'primary' && name !== this.primaryScope.loadedName(netDir)) this.statuses.quiet(name, 'out-of-scope');
         else this.statuses.problem(name, 'error', 'its name is not valid UTF-8: cni-chainer cannot open it by name; rename it');
         return undefined;
       }
@@ -238,7 +243,7 @@ export class Reconciler {
       return undefined;
     }
     if (config.scope === 'primary' && name !== this.primaryScope.loadedName(netDir)) {
-      readiness.set(name, 'out-of-scope');
+      this.statuses.quiet(name, 'out-of-scope');
       return undefined;
     }
     if (read.kind === 'symlink') return passLinked(this.sources, netDir, name);
@@ -330,7 +335,7 @@ export class Reconciler {
       if (plan.upgraded && destName === name) {
         // libcni matches `.conf` case-sensitively: the runtime never loads `X.CONF`, and a conversion
         // would turn it into the `.conflist` it loads first. Left as it is, and harmless as it is.
-        this.deps.readiness.set(name, 'not-loaded', 'a single-plugin config the runtime does not load (libcni matches .conf, .conflist and .json case-sensitively): left as it is');
+        this.statuses.quiet(name, 'not-loaded', 'a single-plugin config the runtime does not load (libcni matches .conf, .conflist and .json case-sensitively): left as it is');
         return;
       }
       if (destName !== name) {

@@ -295,7 +295,7 @@ export class Daemon {
 
   private async onNetDirArmed(disk: string): Promise<void> {
     this.keeper.setNetDir(disk);
-    this.readiness.clearConfigs();
+    this.keeper.clearStatuses();
     if (!this.role.onNetDirArmed()) return;
     this.scan.sweep(0);
     await this.installed.syncKubeconfig();
@@ -306,7 +306,7 @@ export class Daemon {
     // net.d's own IN_DELETE_SELF or its parent's IN_DELETE, whichever came first: a pass that held
     // net.d open at the rmdir delays the former until it closes the fd (inotify(7)).
     this.keeper.netDirGone();
-    this.readiness.clearConfigs();
+    this.keeper.clearStatuses();
   }
 
   private async resync(): Promise<void> {
