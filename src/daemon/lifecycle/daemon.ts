@@ -144,11 +144,7 @@ export class Daemon {
       readiness: this.readiness,
       netDirArmed,
       onRoleChange: (role) => this.onRoleChange?.(role),
-      onTakeBack: async () => {
-        await this.installed.reinstallBinaries();
-        await this.installed.syncKubeconfig();
-        this.scan.rescan('take-back');
-      },
+      onTakeBack: () => this.refreshNode('take-back'),
     });
     this.router = new EventRouter({
       config,
@@ -297,9 +293,7 @@ export class Daemon {
     this.keeper.setNetDir(disk);
     this.keeper.clearStatuses();
     if (!this.role.onNetDirArmed()) return;
-    this.scan.sweep(0);
-    await this.installed.syncKubeconfig();
-    this.scan.rescan('start');
+    await this.refreshNode('net-dir');
   }
 
   private onNetDirLost(): void {
@@ -316,11 +310,23 @@ export class Daemon {
     });
     if (this.phaseState.standingBy) return;
     this.role.retryClaim();
-    this.scan.sweep(SWEEP_MIN_AGE_MS);
-    this.scan.rescan('timer');
+    await this.refreshNode('timer');
+  }
+
+  /**
+   * The node brought back to what the start left (install above), in the start's order: the plugin
+   * binaries before any config names them, stranded temps swept before configs are read, the
+   * kubeconfig, then a pass of every config. When net.d is armed (at start, right after step 2
+   * installed the binaries, so they are not checked twice), when this instance takes the node back,
+   * and at each resync tick. Temps younger than SWEEP_MIN_AGE_MS are left unless net.d was just
+   * armed: they may be another instance's writes in flight (the upgrade overlap).
+   */
+  private async refreshNode(trigger: 'net-dir' | 'take-back' | 'timer'): Promise<void> {
+    if (trigger !== 'net-dir') await this.installed.reinstallBinaries();
+    this.scan.sweep(trigger === 'net-dir' ? 0 : SWEEP_MIN_AGE_MS);
     await this.installed.syncKubeconfig();
-    await this.installed.reinstallBinaries();
-    this.targetDirs.retry(this.keeper.targets);
+    this.scan.rescan(trigger === 'net-dir' ? 'start' : trigger);
+    if (trigger === 'timer') this.targetDirs.retry(this.keeper.targets);
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
