@@ -286,7 +286,11 @@ function planMeta(config: ScannedConfig, meta: Delegation, plugin: ChainedPlugin
   }
 }
 
-export type UnpatchPlan = { action: 'none' } | { action: 'write'; bytes: Buffer } | { action: 'invalid'; reason: string };
+/**
+ * `delegatePath`: the config is a meta-plugin's (Multus) that delegates to that file by path, which may
+ * hold the plugin too (meta-plugin.ts).
+ */
+export type UnpatchPlan = { action: 'none'; delegatePath?: string } | { action: 'write'; bytes: Buffer; delegatePath?: string } | { action: 'invalid'; reason: string };
 
 /** What to do with a config's bytes so that no plugin of `type` is left in it. Never throws. */
 export function planUnpatch(bytes: Buffer, type: string): UnpatchPlan {
@@ -299,8 +303,11 @@ export function planUnpatch(bytes: Buffer, type: string): UnpatchPlan {
     if (inner.action === 'write') base = scanConfig(spliceSpan(bytes, config.meta, inner.bytes));
   }
   const ours = indicesOfType(base, type);
-  if (base.shape === 'single' || ours.size === 0) return base === config ? { action: 'none' } : { action: 'write', bytes: base.bytes };
-  return { action: 'write', bytes: spliceOut(base.bytes, base.plugins!.items!, ours) };
+  const delegatePath = config.meta?.kind === 'path' ? config.meta.path : undefined;
+  const plan: UnpatchPlan =
+    base.shape === 'single' || ours.size === 0 ? (base === config ? { action: 'none' } : { action: 'write', bytes: base.bytes }) : { action: 'write', bytes: spliceOut(base.bytes, base.plugins!.items!, ours) };
+  if (delegatePath !== undefined) plan.delegatePath = delegatePath;
+  return plan;
 }
 
 /** True when any element of `plugins` has the given type. */

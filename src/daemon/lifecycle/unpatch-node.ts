@@ -1,7 +1,7 @@
 // Takes our plugin out of every config on the node (targets of symlinks included), atomically, never
 // over a newer write. Used by the daemon's shutdown and by `cni-chainer uninstall`.
 import path from 'node:path';
-import { planUnpatch, scanConfig } from '../../cni/conflist.js';
+import { planUnpatch, type UnpatchPlan } from '../../cni/conflist.js';
 import { resolveDelegate } from '../keepers/symlink-targets.js';
 import { touchSymlink, writeFileAtomic } from '../../fs/atomic-write.js';
 import { ownerOf, readEntry } from '../../fs/bounded-read.js';
@@ -29,18 +29,24 @@ export interface UnpatchResult {
   failed: string[];
 }
 
-/** 'removed', 'absent' (nothing to do), or 'kept' (the plugin is still in the file). */
-async function unpatchOne(root: HostRoot, config: NodeConfig & { backupOfOwnedCopy?: boolean }, netDir: string, pluginType: string, maxBytes: number, log: Logger): Promise<'removed' | 'absent' | 'kept'> {
-  if (config.file === undefined) return 'absent';
+type Outcome = 'removed' | 'absent' | 'kept';
+
+/**
+ * 'removed', 'absent' (nothing to do), or 'kept' (the plugin is still in the file); and, for a
+ * meta-plugin config (Multus), the file it delegates to by path, as written, found by the same read.
+ */
+async function unpatchOne(root: HostRoot, config: NodeConfig & { backupOfOwnedCopy?: boolean }, netDir: string, pluginType: string, maxBytes: number, log: Logger): Promise<{ outcome: Outcome; delegatePath?: string }> {
+  const done = (outcome: Outcome, plan?: UnpatchPlan) => (plan !== undefined && plan.action !== 'invalid' && plan.delegatePath !== undefined ? { outcome, delegatePath: plan.delegatePath } : { outcome });
+  if (config.file === undefined) return done('absent');
   const file = config.file;
   if (config.backupOfOwnedCopy === true) {
     // A backup of our own copy: ours alone, so it goes whole.
     return withDir(root.openDir(path.posix.dirname(file)), (dir) => {
       const read = readEntry(dir, config.name, maxBytes);
-      if (read.kind !== 'file' || planUnpatch(read.bytes, pluginType).action !== 'write') return 'absent';
+      if (read.kind !== 'file' || planUnpatch(read.bytes, pluginType).action !== 'write') return done('absent');
       dir.unlink(config.name);
       log.info({ file: config.name }, 'removed a backup another agent made of the owned config');
-      return 'removed';
+      return done('removed');
     });
   }
   return withDir(root.openDir(path.posix.dirname(file)), async (dir) => {
@@ -51,25 +57,26 @@ async function unpatchOne(root: HostRoot, config: NodeConfig & { backupOfOwnedCo
         // Xattrs grown past what the agent copies since it chained the file: it cannot be rewritten
         // faithfully, and if it holds the plugin, the binary must stay.
         const plain = readEntry(dir, name, maxBytes);
-        if (plain.kind === 'file' && planUnpatch(plain.bytes, pluginType).action === 'write') {
+        const plainPlan = plain.kind === 'file' ? planUnpatch(plain.bytes, pluginType) : undefined;
+        if (plainPlan?.action === 'write') {
           log.error({ file: config.name }, 'cannot remove the plugin: the config has more extended attributes than cni-chainer copies');
-          return 'kept';
+          return done('kept', plainPlan);
         }
-        return 'absent';
+        return done('absent', plainPlan);
       }
-      if (read.kind !== 'file') return 'absent';
+      if (read.kind !== 'file') return done('absent');
       const plan = planUnpatch(read.bytes, pluginType);
-      if (plan.action !== 'write') return 'absent';
+      if (plan.action !== 'write') return done('absent', plan);
       const result = await writeFileAtomic(dir, name, plan.bytes, { ...ownerOf(read), expect: read.bytes });
       if (result === 'stale') continue; // rewritten meanwhile: look at the newer version
       if (config.symlink !== undefined && path.posix.dirname(file) !== netDir) {
         await withDir(root.openDir(netDir), (netDirHandle) => touchSymlink(netDirHandle, config.name, config.symlink!.text));
       }
       log.info({ file: config.name, target: config.symlink?.target }, 'removed plugin from config');
-      return 'removed';
+      return done('removed', plan);
     }
     log.warn({ file: config.name }, 'config kept changing while removing the plugin; left as it is');
-    return 'kept';
+    return done('kept');
   });
 }
 
@@ -85,25 +92,6 @@ function listBackups(root: HostRoot, netDir: string, pluginType: string): Array<
     const original = name.slice(0, name.lastIndexOf('.'));
     return { name, file: path.posix.join(netDir, name), libcni: false, backupOfOwnedCopy: isOwnedCopyName(original, pluginType) };
   });
-}
-
-/** The files the meta-plugin configs among `configs` (Multus) delegate to by path, as host paths. */
-function delegateFiles(root: HostRoot, configs: readonly NodeConfig[], maxBytes: number): string[] {
-  const files: string[] = [];
-  for (const config of configs) {
-    if (config.file === undefined) continue;
-    const file = config.file;
-    try {
-      const read = withDirSync(root.openDir(path.posix.dirname(file)), (dir) => readEntry(dir, path.posix.basename(file), maxBytes));
-      if (read.kind !== 'file') continue;
-      const meta = scanConfig(read.bytes).meta;
-      const delegate = meta?.kind === 'path' ? resolveDelegate(root, meta.path) : undefined;
-      if (delegate !== undefined) files.push(delegate);
-    } catch {
-      // Not JSON, or gone meanwhile: it delegates nowhere.
-    }
-  }
-  return files;
 }
 
 /** Removes the plugin from every config of the node; says which configs still hold it. */
@@ -136,19 +124,29 @@ export async function unpatchNode(
     return { unpatched: [], failed: [`${netDir} (cannot be listed: ${code})`] };
   }
   const configs = [...found, ...listBackups(root, netDir, pluginType)];
-  // Multus delegates named by path, wherever they live: the configs in net.d say where they are.
-  const extras = [...extraFiles, ...delegateFiles(root, found, maxBytes)];
-  // Former symlink targets the daemon once patched: a retargeted link left them behind, still chained.
   const listed = new Set(configs.map((c) => c.file));
-  for (const file of extras) if (!listed.has(file)) configs.push({ name: file, file, libcni: false });
-  const result: UnpatchResult = { unpatched: [], failed: [] };
+  /** A file outside what net.d lists, unpatched once whatever names it. */
+  const extra = (file: string) => {
+    if (listed.has(file)) return;
+    listed.add(file);
+    queue.push({ name: file, file, libcni: false });
+  };
   const queue = [...configs];
+  // Former symlink targets the daemon once patched: a retargeted link left them behind, still chained.
+  for (const file of extraFiles) extra(file);
+  const inNetDir = new Set<NodeConfig>(found);
+  const result: UnpatchResult = { unpatched: [], failed: [] };
+  // A worker that finds a Multus delegate queues it and, at the latest, takes it itself once the
+  // queue is empty: no worker ends while it may still add work.
   const workers = Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
     for (let config = queue.shift(); config !== undefined; config = queue.shift()) {
       try {
-        const outcome = await unpatchOne(root, config, netDir, pluginType, maxBytes, log);
+        const { outcome, delegatePath } = await unpatchOne(root, config, netDir, pluginType, maxBytes, log);
         if (outcome === 'removed') result.unpatched.push(config.name);
         if (outcome === 'kept') result.failed.push(config.name);
+        // Multus delegates named by path, wherever they live: the configs in net.d say where they are.
+        const delegate = delegatePath !== undefined && inNetDir.has(config) ? resolveDelegate(root, delegatePath) : undefined;
+        if (delegate !== undefined) extra(delegate);
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
         if (e.code === 'ENOENT') continue; // its directory is gone: nothing holds the plugin there
