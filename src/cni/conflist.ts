@@ -5,6 +5,7 @@
 // entries of our type are spliced out. Unpatching splices out exactly what the patch put in, so
 // unpatch(patch(x)) is x byte for byte. A single-plugin config (`type` at the root) becomes
 // `{cniVersion, name, plugins: [<the original bytes>, ours]}`.
+import { isAscii } from 'node:buffer';
 import { decodeString, JsonSyntaxError, lastMember, scanJson, type JsonNode } from './json-spans.js';
 import { sameJsonText } from './json.js';
 import { metaDelegation, type Delegation } from './meta-plugin.js';
@@ -87,9 +88,10 @@ const META_HINTS_LOWER = META_HINTS.map((h) => h.toLowerCase());
 const BACKSLASH_U = '\\u';
 
 function metaOf(bytes: Buffer, root: JsonNode, plugins: JsonNode | undefined): Delegation | undefined {
-  // Keys may be spelt in any case, or escaped (`clusterNetw\u006frk`): Go's encoding/json still
-  // matches them. A config without any hint in any case, and without an escape, is no meta-plugin.
-  if (!META_HINTS.some((hint) => bytes.includes(hint)) && !bytes.includes(BACKSLASH_U)) {
+  // Keys may be spelt in any case, escaped (`clusterNetw\u006frk`), or with a non-ASCII letter Go's
+  // encoding/json folds to an ASCII one (`ſ` to s, the Kelvin sign to k): Go still matches them. Only
+  // an ASCII config without an escape and without any hint in any case is surely no meta-plugin.
+  if (!META_HINTS.some((hint) => bytes.includes(hint)) && !bytes.includes(BACKSLASH_U) && isAscii(bytes)) {
     const lower = bytes.toString('latin1').toLowerCase();
     if (!META_HINTS_LOWER.some((hint) => lower.includes(hint))) return undefined;
   }

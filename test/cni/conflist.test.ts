@@ -161,6 +161,20 @@ describe('patching rules', () => {
   });
 
   it.each([
+    ['clusterNetwork', 'as written'],
+    ['CLUSTERNETWORK', 'in capitals'],
+    ['clusterNetw\\u006frk', 'escaped'],
+    ['clu\u017fterNetwork', "with Go's folding of \u017f to s"],
+    ['clusterNetwor\u212a', "with Go's folding of the Kelvin sign to k"],
+  ])('takes a config with "%s" (%s) for a meta-plugin, as Go\'s encoding/json does: never chained, its delegate path told', (key) => {
+    const text = `{"cniVersion":"0.3.1","name":"m","type":"x","${key}":"/etc/cni/net.d/10-a.conflist"}`;
+    const plan = planPatch(b(text), plugin);
+    expect(plan.action).toBe('delegates');
+    expect(plan.action === 'delegates' && plan.delegation).toEqual({ kind: 'path', path: '/etc/cni/net.d/10-a.conflist' });
+    expect(planUnpatch(b(text), TYPE)).toEqual({ action: 'none', delegatePath: '/etc/cni/net.d/10-a.conflist' });
+  });
+
+  it.each([
     ['not JSON', 'hello'],
     ['an array', '[]'],
     ['a string', '"x"'],
