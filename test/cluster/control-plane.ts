@@ -38,6 +38,15 @@ export function nodeToken(node: string): string {
   return `cni-chainer-test-node-${node}`;
 }
 
+/** The last `lines` of `<logs>/<name>.log` (the node's components log there too), or '' without one. */
+export function componentLogTail(logs: string, name: string, lines = 30): string {
+  try {
+    return readFileSync(path.join(logs, `${name}.log`), 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
 export class ControlPlane {
   private readonly children: ChildProcess[] = [];
   readonly pki: Pki;
@@ -179,11 +188,7 @@ export class ControlPlane {
 
   /** The tail of a component's log, for a failure message. */
   logTail(name: string, lines = 30): string {
-    try {
-      return readFileSync(path.join(this.logs, `${name}.log`), 'utf8').split('\n').slice(-lines).join('\n');
-    } catch {
-      return '';
-    }
+    return componentLogTail(this.logs, name, lines);
   }
 
   private async waitHealthy(): Promise<void> {

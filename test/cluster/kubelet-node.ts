@@ -13,7 +13,8 @@ import { mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { PAUSE_IMAGE } from '../runtime/containerd.js';
 import { buildPauseImage } from '../runtime/oci-image.js';
-import { nodeToken, type ControlPlane } from './control-plane.js';
+import { waitFor } from '../helpers/wait.js';
+import { componentLogTail, nodeToken, type ControlPlane } from './control-plane.js';
 import { NODE_IP, type NodeNamespace } from './node-namespace.js';
 
 export class KubeletNode {
@@ -71,10 +72,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     );
     // The shim is found next to containerd on PATH; runc is Debian's.
     this.run('containerd', ['env', `PATH=${this.bin}:${process.env.PATH}`, path.join(this.bin, 'containerd'), '--config', path.join(work, 'config.toml')]);
-    await this.until(() => {
-      execFileSync(this.ns.prefix[0]!, [...this.ns.prefix.slice(1), 'ctr', '--address', this.socket, 'version'], { stdio: 'ignore' });
-      return true;
-    }, 'containerd answers', 30_000);
+    const answers = () => {
+      try {
+        execFileSync(this.ns.prefix[0]!, [...this.ns.prefix.slice(1), 'ctr', '--address', this.socket, 'version'], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false; // not yet
+      }
+    };
+    await waitFor(answers, 'containerd answering', 30_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${this.logTail('containerd')}`);
+    });
     this.importImage(buildPauseImage(path.join(this.dir, 'pause'), PAUSE_IMAGE));
 
     const kubelet = path.join(this.dir, 'kubelet');
@@ -116,24 +124,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   }
 
   logTail(name: string, lines = 30): string {
-    try {
-      return readFileSync(path.join(this.logs, `${name}.log`), 'utf8').split('\n').slice(-lines).join('\n');
-    } catch {
-      return '';
-    }
-  }
-
-  private async until(check: () => boolean, what: string, ms: number): Promise<void> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      try {
-        if (check()) return;
-      } catch {
-        // not yet
-      }
-      if (Date.now() > deadline) throw new Error(`${what}: not after ${ms} ms\n${this.logTail('containerd')}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    return componentLogTail(this.logs, name, lines);
   }
 
   /**
