@@ -28,13 +28,22 @@ import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
+import { ConfigBook, type BookWords } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { DEFAULT_FIGHT_POLICY, FightDetector, FIGHT_CAUSE } from './fight-detector.js';
+import { FIGHT_CAUSE } from './fight-detector.js';
 import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
-import { isMeta, keepMeta, type MetaOutcome } from './owned-meta.js';
-import type { ConfigStatus, ProblemStatus } from './readiness.js';
+import { isMeta, keepMeta } from './owned-meta.js';
+import { problem, type PassOutcome } from './pass-outcome.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
+
+const WORDS: BookWords = {
+  problem: 'owned config not in place',
+  fightStarted: `the owned config is removed, renamed or reverted within milliseconds of every write (${FIGHT_CAUSE}); backing off`,
+  reverted: 'removed, renamed or reverted',
+  written: 'written',
+  failed: 'writing the owned config failed',
+};
 
 // The owned keeper has one job, so one key for its queue; the primary's symlink (if it is one) is
 // tracked under a name of its own; a failure before the owned file has a name is reported under one.
@@ -50,34 +59,21 @@ interface Listed extends ConfigEntry {
 
 export class OwnedConfig {
   readonly targets: SymlinkTargets;
-  readonly fights: FightDetector;
   private readonly queue: CoalescingQueue;
-  private readonly lastProblem = new Map<string, string>();
-  /** The configs with a status on /readyz (set by this keeper only; readiness is never read back). */
-  private readonly known = new Set<string>();
-  /** What we last wrote as the copy (sha256), to tell a revert from the primary's own change. */
-  private lastWritten: { name: string; digest: string } | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
+  /** Per config its status, logged problem and retry; for the copy, our last write and the fight state. */
+  private readonly book: ConfigBook;
   /** The copy's name in the last sync (for shutdown and uninstall). */
   private current: string | undefined;
-  /** Names this sync set a status for: the others' statuses go when it ends. */
-  private readonly reported = new Set<string>();
 
   constructor(
     private readonly deps: KeeperDeps,
     private netDirOnDisk: string,
   ) {
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
-    this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, deps.now ?? monotonicMs);
+    this.book = new ConfigBook({ ...deps, now: deps.now ?? monotonicMs }, WORDS, this);
     this.queue = new CoalescingQueue(
       () => this.sync().finally(() => deps.onPassDone?.()),
-      (_key, error) => {
-        const err = error as NodeJS.ErrnoException;
-        const name = this.current ?? UNNAMED;
-        this.deps.metrics.writeErrors.inc({ code: err.code ?? 'UNKNOWN' });
-        this.setStatus(name, 'error', `${err.code ?? 'UNKNOWN'}: ${err.message}`);
-        this.deps.log.error({ file: name, code: err.code, err: err.message }, 'writing the owned config failed');
-      },
+      (_key, error) => this.book.failed(this.current ?? UNNAMED, error),
       1,
     );
   }
@@ -110,54 +106,14 @@ export class OwnedConfig {
   }
 
   stop(): void {
-    clearTimeout(this.retryTimer);
+    this.book.stop();
   }
 
   async dispose(): Promise<void> {}
 
-  private problem(name: string, status: ProblemStatus, detail: string): void {
-    const { log } = this.deps;
-    this.setStatus(name, status, detail);
-    const key = `${status}: ${detail}`;
-    if (this.lastProblem.get(name) === key) return;
-    this.lastProblem.set(name, key);
-    log.warn({ file: name, status, detail }, 'owned config not in place');
-  }
-
-  /** What keepMeta (owned-meta.ts) found for a meta-plugin config. */
-  private apply(name: string, outcome: MetaOutcome): void {
-    if (outcome.kind === 'fine') this.fine(name);
-    else if (outcome.kind === 'problem') this.problem(name, outcome.status, outcome.detail);
-    else this.trigger();
-  }
-
-  /** A fight's status: on /readyz, not logged (the fight's one warning says it). */
-  private fighting(name: string, detail: string): void {
-    this.setStatus(name, 'backoff', detail);
-  }
-
-  private fine(name: string): void {
-    this.setStatus(name, 'chained');
-    this.lastProblem.delete(name);
-  }
-
-  /** The keeper's only write of per-config readiness; what it reported this sync is kept, the rest goes. */
-  private setStatus(name: string, status: ConfigStatus, detail?: string): void {
-    this.reported.add(name);
-    this.known.add(name);
-    this.deps.readiness.set(name, status, detail);
-  }
-
   /** Every config status dropped: net.d was re-armed or lost, and the next sync sets them again. */
   clearStatuses(): void {
-    for (const name of this.known) this.deps.readiness.delete(name);
-    this.known.clear();
-  }
-
-  private retryLater(ms: number): void {
-    clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.trigger(), ms);
-    this.retryTimer.unref();
+    this.book.clear();
   }
 
   private async sync(): Promise<void> {
@@ -177,27 +133,23 @@ export class OwnedConfig {
   }
 
   private async syncIn(dir: Dir): Promise<void> {
-    // Statuses are replaced when the sync ends, never cleared at its start: /readyz is asked at any
-    // moment, and must not find an empty (ready) list while a sync is under way.
-    this.reported.clear();
+    // Each sync reports every config anew; what it does not report goes when it ends (config-book.ts).
+    this.book.beginRound();
     try {
       await this.keepCopy(dir);
     } finally {
-      for (const name of this.known) {
-        if (this.reported.has(name)) continue;
-        this.known.delete(name);
-        this.deps.readiness.delete(name);
-      }
+      this.book.endRound();
     }
   }
 
+  /** One sync: the copy follows the primary; every config it concerns gets its status. */
   private async keepCopy(dir: Dir): Promise<void> {
     const { config, plugin } = this.deps;
     const configured = config.ownedConfigName;
     const names = dir.list().filter((n) => isLibcniName(n) && !n.startsWith('.'));
     if (configured !== undefined && names.includes(configured) && !holdsPlugin(dir, configured, plugin.type, config.maxConfigBytes)) {
       // The operator named a file that is somebody else's config: never written over, never removed.
-      return this.problem(configured, 'conflict', `CNI_OWNED_CONFIG_NAME names ${configured}, an existing config that is not the agent's: it is left as it is; choose a name no other config has`);
+      return this.book.apply(configured, problem('conflict', `CNI_OWNED_CONFIG_NAME names ${configured}, an existing config that is not the agent's: it is left as it is; choose a name no other config has`));
     }
     const isCopy = (n: string) => n === configured || isOwnedCopyName(n, plugin.type);
     // Configs in libcni order, our copies set aside; regular files and links only (libcni skips the rest).
@@ -227,7 +179,7 @@ export class OwnedConfig {
       this.deps.log.info({ file: stale, now: ownedName }, 'removed an owned copy of an earlier primary');
     }
     if (Buffer.byteLength(ownedName) > NAME_MAX) {
-      return this.problem(ownedName.slice(0, 64), 'error', `the owned copy of ${primary.name} would need a name over ${NAME_MAX} bytes: set CNI_OWNED_CONFIG_NAME`);
+      return this.book.apply(ownedName.slice(0, 64), problem('error', `the owned copy of ${primary.name} would need a name over ${NAME_MAX} bytes: set CNI_OWNED_CONFIG_NAME`));
     }
 
     // The runtime loads the first libcni name: ours must sort before the primary and before anything
@@ -235,93 +187,72 @@ export class OwnedConfig {
     const before = listed.filter((c) => !metas.includes(c) && compareNames(c.name, ownedName) < 0);
     const shadowed = before.length > 0;
     if (shadowed) {
-      this.problem(ownedName, 'error', `${before[0]!.name} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`);
+      this.book.apply(ownedName, problem('error', `${before[0]!.name} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`));
     }
     // A meta-plugin the runtime loads before our copy runs its delegate, not our copy.
-    for (const meta of metas.filter((m) => compareNames(m.name, ownedName) < 0)) this.apply(meta.name, await keepMeta(this.deps, dir, meta.name, meta.read as Extract<EntryRead, { kind: 'file' }>, ownedName));
+    for (const meta of metas.filter((m) => compareNames(m.name, ownedName) < 0)) {
+      this.book.apply(meta.name, await keepMeta(this.deps, dir, meta.name, meta.read as Extract<EntryRead, { kind: 'file' }>, ownedName));
+    }
     // One that sorts after our copy but before the primary would be bypassed by our copy.
     const bypassed = metas.find((m) => compareNames(m.name, ownedName) > 0 && compareNames(m.name, primary.name) < 0);
     if (bypassed !== undefined) {
-      return this.problem(ownedName, 'error', `${ownedName} would sort before the meta-plugin config ${bypassed.name} and bypass it: set CNI_OWNED_CONFIG_NAME`);
+      return this.book.apply(ownedName, problem('error', `${ownedName} would sort before the meta-plugin config ${bypassed.name} and bypass it: set CNI_OWNED_CONFIG_NAME`));
     }
+    const outcome = await this.writeCopy(dir, ownedName, primary);
+    // A shadowed copy keeps the problem said above, whatever its write did.
+    if (!shadowed || outcome.kind !== 'written') this.book.apply(ownedName, outcome);
+  }
 
-    const copy = await this.copyOfPrimary(dir, primary);
-    if (copy === undefined) return;
+  /** The primary's copy with the plugin appended, written unless it is in place as it should be. */
+  private async writeCopy(dir: Dir, ownedName: string, primary: Listed): Promise<PassOutcome> {
+    const copy = this.copyOfPrimary(dir, ownedName, primary);
+    if ('kind' in copy) return copy;
     const { bytes, owner } = copy;
     // Never chain without the plugin's binary (plugin-binary.ts).
     const noBinary = this.deps.binary.problem();
-    if (noBinary !== undefined) return this.problem(ownedName, 'no-binary', noBinary);
+    if (noBinary !== undefined) return problem('no-binary', noBinary);
 
     const digest = sha256(bytes);
-    const current = readEntry(dir, ownedName, config.maxConfigBytes);
+    const current = readEntry(dir, ownedName, this.deps.config.maxConfigBytes);
     const inPlace = current.kind === 'file' && sha256(current.bytes) === digest && sameOwner(current.stat, owner);
-    if (!inPlace) {
-      if (this.backingOff(ownedName, current)) return;
-      const result = await writeFileAtomic(dir, ownedName, bytes, { ...owner, noReplace: current.kind === 'missing' });
-      if (result === 'stale') return this.trigger(); // something appeared under our name meanwhile: look again
-      this.lastWritten = { name: ownedName, digest };
-      this.fights.wrote(ownedName);
-      this.deps.metrics.patches.inc();
-      this.deps.log.info({ file: ownedName, primary: primary.name }, 'owned config follows the primary');
-    }
-    if (shadowed) return;
-    if (this.fights.unsettled(ownedName)) {
-      // In a fight, a copy just written holds only if it is still there a moment later.
-      this.fighting(ownedName, `written in a fight (${FIGHT_CAUSE}); checking that it holds`);
-      this.retryLater(this.fights.settleMs + 1);
-      return;
-    }
-    this.fine(ownedName);
+    if (inPlace) return { kind: 'written', fileKey: ownedName };
+    // Our copy is missing or not what we wrote: when we wrote it moments ago, somebody reverted it in
+    // reaction to our write (a fight).
+    const reverted = this.book.wroteBefore(ownedName) && !(current.kind === 'file' && this.book.holdsOurWrite(ownedName, sha256(current.bytes)));
+    const backoff = this.book.beforeRewrite(ownedName, ownedName, reverted);
+    if (backoff !== undefined) return backoff;
+    const result = await writeFileAtomic(dir, ownedName, bytes, { ...owner, noReplace: current.kind === 'missing' });
+    if (result === 'stale') return { kind: 'again' }; // something appeared under our name meanwhile: look again
+    this.book.wrote(ownedName, digest);
+    this.deps.metrics.patches.inc();
+    this.deps.log.info({ file: ownedName, primary: primary.name }, 'owned config follows the primary');
+    return { kind: 'written', fileKey: ownedName };
   }
 
-  /**
-   * Our copy is missing or not what we wrote: when we wrote it moments ago, somebody reverted it in
-   * reaction to our write (a fight). True while the fight rule says to wait.
-   */
-  private backingOff(ownedName: string, current: EntryRead): boolean {
-    const ours = this.lastWritten;
-    const reverted = ours !== undefined && ours.name === ownedName && (current.kind !== 'file' || sha256(current.bytes) !== ours.digest);
-    const verdict = this.fights.beforeRewrite(ownedName, reverted);
-    if (verdict.fightStarted) {
-      this.deps.metrics.fights.inc();
-      this.deps.log.warn({ file: ownedName, backoffMs: verdict.startedBackoffMs }, `the owned config is removed, renamed or reverted within milliseconds of every write (${FIGHT_CAUSE}); backing off`);
-    }
-    const left = verdict.waitMs;
-    if (left === 0) return false;
-    this.deps.metrics.backoffs.inc();
-    this.fighting(ownedName, `removed, renamed or reverted within milliseconds of each write (${FIGHT_CAUSE}); next try in ${left} ms`);
-    this.retryLater(left);
-    return true;
-  }
-
-  /** The primary's content with the plugin appended, and the owner its copy gets; undefined on a problem. */
-  private async copyOfPrimary(dir: Dir, primary: Listed): Promise<{ bytes: Buffer; owner: FileOwner } | undefined> {
+  /** The primary's content with the plugin appended, and the owner its copy gets; or why there is none. */
+  private copyOfPrimary(dir: Dir, ownedName: string, primary: Listed): { bytes: Buffer; owner: FileOwner } | PassOutcome {
     const { config, root } = this.deps;
-    const ownedName = this.current!;
     let read = primary.read;
     let targetDir: Dir | undefined;
     if (read === undefined) {
       // A symlinked primary: read through its target, resolved inside the host root.
       const target = openLinkTarget(root, config.netDir, primary.name, this.targets, PRIMARY_LINK);
-      if (!target.ok) {
-        this.problem(ownedName, target.status, `primary ${primary.name}: ${target.detail}`);
-        return undefined;
-      }
+      if (!target.ok) return problem(target.status, `primary ${primary.name}: ${target.detail}`);
       targetDir = target.dir;
       read = readEntry(target.dir, target.name, config.maxConfigBytes, { xattrs: true });
     } else {
       this.targets.remove(PRIMARY_LINK);
     }
     try {
-      if (read.kind === 'too-large') return void this.problem(ownedName, 'too-large', `primary ${primary.name}: ${read.size} bytes`);
-      if (read.kind !== 'file') return void this.problem(ownedName, 'not-regular', `primary ${primary.name} is not a regular file`);
+      if (read.kind === 'too-large') return problem('too-large', `primary ${primary.name}: ${read.size} bytes`);
+      if (read.kind !== 'file') return problem('not-regular', `primary ${primary.name} is not a regular file`);
       const plan = planPatch(read.bytes, this.deps.plugin);
       // A primary that already holds our plugin (left by in-place mode) is its own chained copy.
       const bytes = plan.action === 'write' ? plan.bytes : plan.action === 'none' ? read.bytes : undefined;
       if (bytes === undefined) {
         // Half-written or broken: the last good copy stays until the write that completes it.
         const reason = plan.action === 'invalid' || plan.action === 'refuse' ? plan.reason : plan.action;
-        return void this.problem(ownedName, 'invalid', `primary ${primary.name}: ${reason}`);
+        return problem('invalid', `primary ${primary.name}: ${reason}`);
       }
       // A new file, not a rewrite: the primary's owner and labels, and its mode without execute and
       // set-id bits (no config's).

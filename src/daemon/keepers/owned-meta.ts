@@ -8,16 +8,8 @@ import { writeFileAtomic } from '../../fs/atomic-write.js';
 import { ownerOf, type EntryRead } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
 import type { KeeperDeps } from './config-keeper.js';
-import type { ProblemStatus } from './readiness.js';
+import { AGAIN, CHAINED, problem, type PassOutcome } from './pass-outcome.js';
 import { resolveDelegate } from './symlink-targets.js';
-
-export type MetaOutcome =
-  | { kind: 'fine' }
-  | { kind: 'problem'; status: ProblemStatus; detail: string }
-  /** It changed while we wrote: look again. */
-  | { kind: 'retrigger' };
-
-const FINE: MetaOutcome = { kind: 'fine' };
 
 /** A meta-plugin config (Multus): never a primary (cni/meta-plugin.ts). */
 export function isMeta(bytes: Buffer): boolean {
@@ -32,33 +24,33 @@ export function isMeta(bytes: Buffer): boolean {
  * A meta-plugin config (Multus) that the runtime loads before our copy: its embedded delegate is
  * chained in place, byte-exact; a delegate it names by path must be our copy.
  */
-export async function keepMeta(deps: KeeperDeps, dir: Dir, name: string, read: Extract<EntryRead, { kind: 'file' }>, ownedName: string): Promise<MetaOutcome> {
+export async function keepMeta(deps: KeeperDeps, dir: Dir, name: string, read: Extract<EntryRead, { kind: 'file' }>, ownedName: string): Promise<PassOutcome> {
   const plan = planPatch(read.bytes, deps.plugin);
   switch (plan.action) {
     case 'none':
-      return FINE;
+      return CHAINED;
     case 'write': {
       const noBinary = deps.binary.problem();
-      if (noBinary !== undefined) return { kind: 'problem', status: 'no-binary', detail: noBinary };
+      if (noBinary !== undefined) return problem('no-binary', noBinary);
       const result = await writeFileAtomic(dir, name, plan.bytes, { ...ownerOf(read), expect: read.bytes });
-      if (result === 'stale') return { kind: 'retrigger' };
+      if (result === 'stale') return AGAIN; // it changed while we wrote: look again
       deps.metrics.patches.inc();
       deps.log.info({ file: name }, "chained plugin into the meta-plugin's embedded delegate");
-      return FINE;
+      return CHAINED;
     }
     case 'delegates': {
       const delegation = plan.delegation;
       const copyPath = `${deps.config.netDir}/${ownedName}`;
       // The shim's daemon runs the first other config of net.d: our copy, which sorts right after it.
-      if (delegation.kind === 'auto') return FINE;
+      if (delegation.kind === 'auto') return CHAINED;
       if (delegation.kind === 'path') {
         const resolved = resolveDelegate(deps.root, delegation.path);
-        if (resolved !== undefined && resolved === copyPath) return FINE;
-        return { kind: 'problem', status: 'error', detail: delegationProblem.notTheCopy(delegation.path, copyPath) };
+        if (resolved !== undefined && resolved === copyPath) return CHAINED;
+        return problem('error', delegationProblem.notTheCopy(delegation.path, copyPath));
       }
-      return { kind: 'problem', status: 'error', detail: delegation.kind === 'name' ? delegationProblem.byName(delegation.name, copyPath) : delegationProblem.noDelegate };
+      return problem('error', delegation.kind === 'name' ? delegationProblem.byName(delegation.name, copyPath) : delegationProblem.noDelegate);
     }
     default:
-      return { kind: 'problem', status: plan.action === 'invalid' ? 'invalid' : 'error', detail: plan.reason };
+      return problem(plan.action === 'invalid' ? 'invalid' : 'error', plan.reason);
   }
 }

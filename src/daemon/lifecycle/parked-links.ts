@@ -7,7 +7,7 @@ import { isMissing } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
 import { SYSCALL } from '../../native/addon.js';
-import { parkedLinkSuperseded } from '../keepers/conf-conversion.js';
+import { parkedLinkSuperseded } from '../keepers/parked-link.js';
 
 /** Restores every parked link of net.d; returns the conflists it removed (they were ours). */
 export function restoreParkedLinks(root: HostRoot, netDir: string, pluginType: string, maxBytes: number, log: Logger): string[] {

@@ -1,0 +1,272 @@
+// A keeper's book (docs/design.md, Events): everything a keeper remembers between passes, and the one
+// place a pass's outcome (pass-outcome.ts) is applied. Both keepers, in place and owned, keep one.
+//
+// Per config name: its status on /readyz (the book is the keeper's only writer of per-config
+// readiness, and its list of the configs it knows: readiness is output, never read back), the problem
+// last logged (logged once per change), the retry timer, and when the first event of a pending pass
+// arrived (the patch latency metric).
+//
+// Per file written (a config in net.d, a symlink's target, a Multus delegate; keyed by its path on
+// disk): the hash of our last write (records.ts), the fight rule's state (fight-detector.ts), and, once
+// the file is gone, how long that is still kept (gone-paths.ts).
+import type { Logger } from '../../log.js';
+import type { Metrics } from '../http/metrics.js';
+import { DEFAULT_FIGHT_POLICY, FIGHT_CAUSE, FightDetector } from './fight-detector.js';
+import { GonePaths } from './gone-paths.js';
+import type { PassOutcome } from './pass-outcome.js';
+import type { ConfigStatus, Readiness } from './readiness.js';
+import { Records } from './records.js';
+
+// Errors that say "not now" rather than "never": the pass is retried shortly, not at the next resync.
+const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR']);
+export const TRANSIENT_RETRY_MS = 100;
+
+/** What the book says in logs and on /readyz: each keeper words its own file. */
+export interface BookWords {
+  /** The warning logged once per change of a config's problem. */
+  problem: string;
+  /** The warning logged once per fight. */
+  fightStarted: string;
+  /** What the other writer does, on /readyz during a backoff ("patch reverted"). */
+  reverted: string;
+  /** What we did, on /readyz while a fight's write settles ("patch written"). */
+  written: string;
+  /** The error logged when a pass throws. */
+  failed: string;
+}
+
+export interface ConfigBookDeps {
+  readiness: Readiness;
+  log: Logger;
+  metrics: Metrics;
+  /** The clock of the fight rule and of what is kept for a removed file, in ms. */
+  now: () => number;
+}
+
+/** Where a retry goes: the keeper's queue of passes. */
+export interface PassTrigger {
+  trigger(name: string): void;
+}
+
+export class ConfigBook {
+  private readonly records = new Records();
+  private readonly fights: FightDetector;
+  private readonly gone: GonePaths;
+  /** The configs with a status, each with the round it was last set in (owned mode's sweep). */
+  private readonly known = new Map<string, number>();
+  private round = 0;
+
+  constructor(
+    private readonly deps: ConfigBookDeps,
+    private readonly words: BookWords,
+    private readonly passes: PassTrigger,
+  ) {
+    this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, deps.now);
+    this.gone = new GonePaths(this.fights.policy.calmMs, deps.now);
+  }
+
+  // --- per config ---
+
+  /** Applies what a pass found for config `name`. */
+  apply(name: string, outcome: PassOutcome): void {
+    switch (outcome.kind) {
+      case 'chained':
+        this.chained(name);
+        return;
+      case 'written':
+        if (!this.fights.unsettled(outcome.fileKey)) this.chained(name);
+        else this.backoff(name, `${this.words.written} in a fight (${FIGHT_CAUSE}); checking that it holds`, this.fights.settleMs + 1);
+        return;
+      case 'problem':
+        this.problem(name, outcome.status, outcome.detail);
+        if (outcome.retryMs !== undefined) this.retryLater(name, outcome.retryMs);
+        return;
+      case 'quiet':
+        this.set(name, outcome.status, outcome.detail);
+        return;
+      case 'backoff':
+        this.backoff(name, outcome.detail, outcome.retryMs);
+        return;
+      case 'gone':
+        this.forgetConfig(name);
+        return;
+      case 'again':
+        this.passes.trigger(name);
+        return;
+      case 'unchanged':
+        return;
+    }
+  }
+
+  /** A pass threw: an error status, and a retry soon when the cause is passing (out of fds). */
+  failed(name: string, error: unknown): void {
+    const err = error as NodeJS.ErrnoException;
+    const code = err.code ?? 'UNKNOWN';
+    this.deps.metrics.writeErrors.inc({ code });
+    this.set(name, 'error', `${code}: ${err.message}`);
+    // The old file is still in place; the next event or resync tries again.
+    this.deps.log.error({ file: name, code, path: err.path, err: err.message }, this.words.failed);
+    if (TRANSIENT.has(code)) this.retryLater(name, TRANSIENT_RETRY_MS);
+  }
+
+  /** An event for `name` arrived: the patch latency is timed from the first one of a pass. */
+  eventArrived(name: string): void {
+    this.records.config(name).firstEvent ??= process.hrtime.bigint();
+  }
+
+  /** When the first event of this pass arrived (now, for a pass no event started). */
+  takeFirstEvent(name: string): bigint {
+    const pending = this.records.peekConfig(name);
+    const since = pending?.firstEvent ?? process.hrtime.bigint();
+    if (pending !== undefined) {
+      pending.firstEvent = undefined;
+      this.records.tidy(name, pending);
+    }
+    return since;
+  }
+
+  /** The configs with a status. */
+  names(): string[] {
+    return [...this.known.keys()];
+  }
+
+  /** The config is gone: no status, nothing logged or pending for it (a pending retry still runs). */
+  forgetConfig(name: string): void {
+    this.known.delete(name);
+    this.deps.readiness.delete(name);
+    this.records.dropConfig(name);
+  }
+
+  /** Every status dropped (net.d re-armed or lost: the next scan sets them again). */
+  clear(): void {
+    for (const name of this.known.keys()) this.deps.readiness.delete(name);
+    this.known.clear();
+  }
+
+  /**
+   * A sync that reports every config anew (owned mode) begins; statuses it does not set again go at
+   * endRound. Never cleared at the start: /readyz is asked at any moment, and must not find an empty
+   * (ready) list while a sync is under way.
+   */
+  beginRound(): void {
+    this.round += 1;
+  }
+
+  endRound(): void {
+    for (const [name, round] of this.known) if (round !== this.round) this.forgetConfig(name);
+  }
+
+  /** Stop: no retry fires any more. */
+  stop(): void {
+    this.records.cancelRetries();
+  }
+
+  private set(name: string, status: ConfigStatus, detail?: string): void {
+    this.known.set(name, this.round);
+    this.deps.readiness.set(name, status, detail);
+  }
+
+  private chained(name: string): void {
+    this.set(name, 'chained');
+    const record = this.records.peekConfig(name);
+    if (record !== undefined) {
+      record.loggedProblem = undefined;
+      this.records.tidy(name, record);
+    }
+  }
+
+  private problem(name: string, status: ConfigStatus, detail: string): void {
+    this.set(name, status, detail);
+    const key = `${status}: ${detail}`;
+    const record = this.records.config(name);
+    if (record.loggedProblem === key) return;
+    record.loggedProblem = key;
+    // A config that does not parse is counted once per content, as it is logged.
+    if (status === 'invalid') this.deps.metrics.parseErrors.inc();
+    this.deps.log.warn({ file: name, status, detail }, this.words.problem);
+  }
+
+  /** A fight's status: on /readyz, not logged (the fight's one warning says it). */
+  private backoff(name: string, detail: string, retryMs: number): void {
+    this.set(name, 'backoff', detail);
+    this.retryLater(name, retryMs);
+  }
+
+  private retryLater(name: string, ms: number): void {
+    const record = this.records.config(name);
+    clearTimeout(record.retryTimer);
+    record.retryTimer = setTimeout(() => {
+      record.retryTimer = undefined;
+      this.records.tidy(name, record);
+      this.passes.trigger(name);
+    }, ms);
+    record.retryTimer.unref();
+  }
+
+  // --- per file written ---
+
+  /** We wrote bytes with sha256 `digest` to `fileKey` (`madeFromConf`: a conversion's conflist). */
+  wrote(fileKey: string, digest: string, madeFromConf = false): void {
+    this.records.wrote(fileKey, digest, madeFromConf);
+    this.fights.wrote(fileKey);
+  }
+
+  /** We converted the `.conf` at `fileKey` to a conflist and removed it: its re-creation is a revert. */
+  converted(fileKey: string): void {
+    this.records.converted(fileKey);
+    this.fights.wrote(fileKey);
+  }
+
+  /** True when the last thing we wrote to `fileKey` is `digest`: a pass reading it is our write's event. */
+  holdsOurWrite(fileKey: string, digest: string): boolean {
+    return this.records.holdsOurWrite(fileKey, digest);
+  }
+
+  /** True while the book keeps what we wrote to `fileKey`. */
+  wroteBefore(fileKey: string): boolean {
+    return this.records.file(fileKey) !== undefined;
+  }
+
+  /** True for a conflist we made from a `.conf` (ours to rewrite when the `.conf` comes back). */
+  madeFromConf(fileKey: string): boolean {
+    return this.records.file(fileKey)?.madeFromConf === true;
+  }
+
+  /**
+   * The fight rule, about to write `fileKey` (config `name`) again (`reverted`: what is there replaced
+   * a write of ours). A backoff outcome while it says wait; undefined: write now.
+   */
+  beforeRewrite(name: string, fileKey: string, reverted: boolean): PassOutcome | undefined {
+    const verdict = this.fights.beforeRewrite(fileKey, reverted);
+    if (verdict.fightStarted) {
+      this.deps.metrics.fights.inc();
+      this.deps.log.warn({ file: name, backoffMs: verdict.startedBackoffMs }, this.words.fightStarted);
+    }
+    if (verdict.waitMs === 0) return undefined;
+    this.deps.log.debug({ file: name, backoffMs: verdict.waitMs }, 'backing off');
+    this.deps.metrics.backoffs.inc();
+    return { kind: 'backoff', detail: `${this.words.reverted} within milliseconds of each write (${FIGHT_CAUSE}); next try in ${verdict.waitMs} ms`, retryMs: verdict.waitMs };
+  }
+
+  /** `fileKey` is there: what is kept for it lives as long as the file does. */
+  fileIsThere(fileKey: string): void {
+    this.gone.cameBack(fileKey);
+  }
+
+  /** `fileKey` is no config any more: what is kept for it goes once it has been gone for long. */
+  fileWent(fileKey: string): void {
+    this.drop(this.gone.went(fileKey));
+  }
+
+  /** What is kept for files gone for long goes, also when nothing else went since (each resync). */
+  expireGone(): void {
+    this.drop(this.gone.expire());
+  }
+
+  private drop(expired: string[]): void {
+    for (const fileKey of expired) {
+      this.records.dropFile(fileKey);
+      this.fights.forget(fileKey);
+    }
+  }
+}
