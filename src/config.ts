@@ -5,9 +5,11 @@ import path from 'node:path';
 // zod/mini rather than zod's classic API: the same validator, tree-shaken to what is used. Bundled,
 // the classic API costs ~13 MiB of RSS at start (measured: 15.3 vs 2.6 MiB over a bare node).
 import * as z from 'zod/mini';
-import { ConfigParseError, parsePlugin, type ChainedPlugin } from './cni/conflist.js';
+import { parsePlugin, type ChainedPlugin } from './cni/chained-plugin.js';
+import { ConfigParseError } from './cni/scan-config.js';
 import { compareNames, isConfigName, isLibcniName } from './cni/names.js';
 import { isTempName, parseTempName } from './fs/temp-names.js';
+import { optional, withDefault, fileName, absolutePath, hostOrAddress, address, integer, boolean, DNS_SUBDOMAIN, DNS_LABEL, TAINT_KEY } from './config-values.js';
 
 // The owner file's name (daemon/lifecycle/ownership.ts), repeated here so that validating the environment loads
 // no daemon code.
@@ -17,63 +19,9 @@ const MULTUS_CONFIG = '00-multus.conf';
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
-// Kubernetes manifests often carry `value: ""`; an empty variable means "use the default".
-const unsetIfEmpty = (v: unknown) => (v === '' ? undefined : v);
-const optional = <T extends z.ZodMiniType>(schema: T) => z.pipe(z.transform(unsetIfEmpty), z.optional(schema));
-const withDefault = <T extends z.ZodMiniType>(schema: T, fallback: string) =>
-  z.pipe(
-    z.transform<unknown, unknown>((v) => unsetIfEmpty(v) ?? fallback),
-    schema,
-  );
-
-// A control character in a name or path would forge log and report lines, and no CNI writes one.
-const CONTROL = /[\u0000-\u001f\u007f]/;
-const noControl = z.refine<string>((s) => !CONTROL.test(s), 'must not contain control characters');
-const fileName = (message: string) => z.string().check(z.regex(/^[^/\0]+$/, message), noControl);
-const absolutePath = z.string().check(z.refine((p) => path.isAbsolute(p), 'expected an absolute path'), noControl);
-
-/** An IPv4 address in dotted-quad form. */
-function isIPv4(s: string): boolean {
-  const parts = s.split('.');
-  return parts.length === 4 && parts.every((p) => /^(0|[1-9]\d{0,2})$/.test(p) && Number(p) <= 255);
-}
-
-/** An IPv6 address (the WHATWG URL parser validates it: no module to load at start). */
-function isIPv6(s: string): boolean {
-  if (!s.includes(':') || /[[\]/%]/.test(s)) return false;
-  try {
-    new URL(`http://[${s}]/`);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-// RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens, 253 bytes at most.
-const HOST_NAME = /^(?=.{1,253}\.?$)[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*\.?$/;
-// (A name of digits and dots only must be an IPv4 address: no top-level domain is all-numeric.)
-const hostOrAddress = z.string().check(z.refine((h) => isIPv4(h) || isIPv6(h) || (HOST_NAME.test(h) && !/^[\d.]+$/.test(h)), 'expected a host name or an IP address'));
-const address = z.string().check(z.refine((h) => isIPv4(h) || isIPv6(h), 'expected an IP address such as :: (any, dual-stack), 0.0.0.0 or 127.0.0.1'));
-
 // One config read is held twice (read and patched) while its write runs: 16 MiB keeps that well
 // inside the DaemonSet's memory limit (deploy/base/daemonset.yaml) on top of the agent's own.
 export const MAX_CONFIG_BYTES_CAP = 16 << 20;
-const integer = (min: number, max: number) =>
-  z
-    .pipe(z.string().check(z.regex(/^\d+$/, `expected a whole number from ${min} to ${max}`)), z.transform(Number))
-    .check(z.refine((n) => n >= min && n <= max, `expected a whole number from ${min} to ${max}`));
-const boolean = z.pipe(
-  z.pipe(
-    z.pipe(z.string(), z.transform((s) => s.toLowerCase())),
-    z.enum(['true', 'false'], { message: 'expected true or false' }),
-  ),
-  z.transform((s) => s === 'true'),
-);
-
-// Kubernetes' names (apimachinery validation): a DNS-1123 subdomain, a label, a qualified taint key.
-const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS_LABEL = /^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const TAINT_KEY = /^((?=.{1,253}\/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 export const DEFAULT_TAINT_KEY = 'cni-chainer.io/agent-not-ready';
 
 const envSchema = z.object({

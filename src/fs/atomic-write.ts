@@ -56,7 +56,7 @@ export type WriteResult = 'written' | 'stale';
 
 // Filesystems without renameat2 flags (some network ones) answer EINVAL: fall back to rename(2) with a
 // content re-check just before it, which narrows the race to microseconds instead of closing it.
-const UNSUPPORTED = new Set(['EINVAL', 'ENOSYS', 'EOPNOTSUPP']);
+export const UNSUPPORTED = new Set(['EINVAL', 'ENOSYS', 'EOPNOTSUPP']);
 let exchangeSupported = true;
 
 // Labels a process may be refused without anything being lost that the primary relies on: SELinux and
@@ -288,38 +288,4 @@ export async function unlinkIfUnchanged(dir: Dir, name: string, expected: Buffer
   dir.unlink(name);
   await fsyncDir(dir);
   return true;
-}
-
-/**
- * Re-creates symlink `name` (pointing at `target`) so that a runtime watching its directory sees an
- * event and reloads, without ever bringing back a link that was removed or replaced meanwhile: the
- * new link is exchanged with the old one (renameat2(RENAME_EXCHANGE) fails with ENOENT when the name
- * is gone, and then nothing is put back), and whatever was swapped out goes back unless it was the
- * same link.
- */
-export function touchSymlink(dir: Dir, name: string, target: string): void {
-  const tmp = tempNameFor(name);
-  dir.symlink(target, tmp);
-  try {
-    dir.rename(tmp, name, SYSCALL.RENAME_EXCHANGE);
-  } catch (err) {
-    dir.unlink(tmp);
-    if (errnoCode(err) === 'ENOENT') return; // removed meanwhile: it stays removed
-    if (!UNSUPPORTED.has(errnoCode(err) ?? '')) throw err;
-    // No RENAME_EXCHANGE here: a re-check narrows the race to microseconds instead of closing it.
-    if (readlinkOrUndefined(dir, name) !== target) return;
-    dir.symlink(target, tmp);
-    dir.rename(tmp, name);
-    return;
-  }
-  if (readlinkOrUndefined(dir, tmp) !== target) dir.rename(tmp, name, SYSCALL.RENAME_EXCHANGE); // a newer entry: back it goes
-  dir.unlink(tmp);
-}
-
-function readlinkOrUndefined(dir: Dir, name: string): string | undefined {
-  try {
-    return dir.readlink(name);
-  } catch {
-    return undefined;
-  }
 }

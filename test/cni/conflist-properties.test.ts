@@ -2,7 +2,9 @@
 // escapes, duplicate keys), and meta-plugins (Multus).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chainState, compactJson, madeByConversion, planPatch, planUnpatch, scanConfig } from '../../src/cni/conflist.js';
+import { compactJson } from '../../src/cni/chained-plugin.js';
+import { chainState, madeByConversion, planPatch, planUnpatch } from '../../src/cni/conflist.js';
+import { scanConfig } from '../../src/cni/scan-config.js';
 import { type Json, type JsonObject } from '../../src/cni/json.js';
 import { JsonSyntaxError, lastMember, scanJson } from '../../src/cni/json-spans.js';
 import { fixture } from '../helpers/fixtures.js';

@@ -1,7 +1,9 @@
 // The byte-exact patcher on the fixtures and the odd files of the byte-exact issue; the property
 // tests over arbitrary conflist texts are conflist-properties.test.ts.
 import { describe, expect, it } from 'vitest';
-import { chainState, ConfigParseError, DEFAULT_NETWORK_NAME, parsePlugin, planPatch, planUnpatch, scanConfig } from '../../src/cni/conflist.js';
+import { parsePlugin } from '../../src/cni/chained-plugin.js';
+import { chainState, DEFAULT_NETWORK_NAME, planPatch, planUnpatch } from '../../src/cni/conflist.js';
+import { ConfigParseError, scanConfig } from '../../src/cni/scan-config.js';
 import type { JsonObject } from '../../src/cni/json.js';
 import { fixture, fixtureNames } from '../helpers/fixtures.js';
 import { b, jsonLevelPatch, plugin, pluginValue, TYPE, unwritten, written } from '../helpers/conflist.js';

@@ -1,6 +1,7 @@
 // Shared by the conflist tests: the plugin as the fixtures configure it, patch and unpatch that
 // must write, and the JSON-level patch of version 0.1 the byte-exact one is compared with.
-import { DEFAULT_NETWORK_NAME, parsePlugin, planPatch, planUnpatch, type ChainedPlugin } from '../../src/cni/conflist.js';
+import { parsePlugin, type ChainedPlugin } from '../../src/cni/chained-plugin.js';
+import { DEFAULT_NETWORK_NAME, planPatch, planUnpatch } from '../../src/cni/conflist.js';
 import { isJsonObject, type Json, type JsonObject } from '../../src/cni/json.js';
 import { expectedPlugin, pluginText } from './fixtures.js';
 

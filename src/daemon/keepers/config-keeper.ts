@@ -1,7 +1,7 @@
 // What the daemon asks of whatever keeps the node's configs chained: the in-place Reconciler, or the
 // OwnedConfig of CNI_PATCH_MODE=owned. Events, scans and shutdown are the same for both.
 import type { Config } from '../../config.js';
-import type { ChainedPlugin } from '../../cni/conflist.js';
+import type { ChainedPlugin } from '../../cni/chained-plugin.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../http/metrics.js';

@@ -28,22 +28,14 @@ import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
 import { CoalescingQueue } from './coalescing-queue.js';
-import { ConfigBook, type BookWords } from './config-book.js';
+import { OWNED_WORDS } from './book-words.js';
+import { ConfigBook } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { FIGHT_CAUSE } from './fight-detector.js';
 import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta } from './owned-meta.js';
 import { problem, type PassOutcome } from './pass-outcome.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
-
-const WORDS: BookWords = {
-  problem: 'owned config not in place',
-  fightStarted: `the owned config is removed, renamed or reverted within milliseconds of every write (${FIGHT_CAUSE}); backing off`,
-  reverted: 'removed, renamed or reverted',
-  written: 'written',
-  failed: 'writing the owned config failed',
-};
 
 // The owned keeper has one job, so one key for its queue; the primary's symlink (if it is one) is
 // tracked under a name of its own; a failure before the owned file has a name is reported under one.
@@ -70,7 +62,7 @@ export class OwnedConfig {
     private netDirOnDisk: string,
   ) {
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
-    this.book = new ConfigBook({ ...deps, now: deps.now ?? monotonicMs }, WORDS, this);
+    this.book = new ConfigBook({ ...deps, now: deps.now ?? monotonicMs }, OWNED_WORDS, this);
     this.queue = new CoalescingQueue(
       () => this.sync().finally(() => deps.onPassDone?.()),
       (_key, error) => this.book.failed(this.current ?? UNNAMED, error),

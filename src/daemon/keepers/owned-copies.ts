@@ -1,7 +1,8 @@
 // Owned mode's copies in net.d (docs/design.md, Owned mode): removed at shutdown, at uninstall, and
 // when the primary changes name. Only names an owned copy may have had, and only while they hold
 // the plugin: a file that merely looks like ours is somebody else's.
-import { holdsPluginType, scanConfig } from '../../cni/conflist.js';
+import { holdsPluginType } from '../../cni/conflist.js';
+import { scanConfig } from '../../cni/scan-config.js';
 import { isOwnedCopyName } from '../../cni/names.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';

@@ -2,7 +2,8 @@
 // (docs/design.md, Neighbours): Multus runs its delegate, never our copy, so the plugin must reach
 // the delegate. An embedded delegate is chained in place, byte-exact (cni/meta-plugin.ts); a
 // delegate named by path must be our copy, or the pods Multus wires are not meshed.
-import { planPatch, scanConfig } from '../../cni/conflist.js';
+import { planPatch } from '../../cni/conflist.js';
+import { scanConfig } from '../../cni/scan-config.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
 import { ownerOf, type EntryRead } from '../../fs/bounded-read.js';

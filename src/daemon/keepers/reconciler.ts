@@ -13,36 +13,24 @@
 import { planPatch } from '../../cni/conflist.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { conflistName, isConfigName, isLibcniName, parkedLinkOriginal } from '../../cni/names.js';
-import { landTemp, touchSymlink, writeFileAtomic } from '../../fs/atomic-write.js';
 import { ownerOf, readEntry, type EntryRead } from '../../fs/bounded-read.js';
-import { contentHashOfDigest, sha256 } from '../../fs/content-hash.js';
+import { sha256 } from '../../fs/content-hash.js';
 import { withDirSync, type Dir } from '../../fs/dir.js';
 import { SharedDir } from '../../fs/shared-dir.js';
 import { isMissing } from '../../fs/errno.js';
-import { BurstLog } from './burst-log.js';
 import { BytesInFlight } from './bytes-in-flight.js';
 import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js';
 import { convertConf, type ConversionContext } from './conf-conversion.js';
-import { ConfigBook, TRANSIENT_RETRY_MS, type BookWords } from './config-book.js';
+import { IN_PLACE_WORDS } from './book-words.js';
+import { ConfigBook, TRANSIENT_RETRY_MS } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { findDelegate, findLinked, findParked, notOurs, type Found, type Source, type SourceContext } from './config-sources.js';
-import { FIGHT_CAUSE } from './fight-detector.js';
+import { InPlaceWriter } from './in-place-write.js';
 import { listMetaDelegates, metaPluginReading } from './meta-delegates.js';
 import { CHAINED, GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcome.js';
 import { PrimaryScope } from './primary-scope.js';
-import { Spares } from './spares.js';
 import { SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
-
-const WORDS: BookWords = {
-  problem: 'config left unchanged',
-  fightStarted: `another writer reverts the plugin within milliseconds of every write (${FIGHT_CAUSE}); backing off`,
-  reverted: 'patch reverted',
-  written: 'patch written',
-  failed: 'patching config failed',
-};
-
-export type ReconcilerDeps = KeeperDeps;
 
 export class Reconciler {
   readonly targets: SymlinkTargets;
@@ -53,7 +41,8 @@ export class Reconciler {
   private readonly sources: SourceContext;
   /** CNI_PATCH_SCOPE=primary: per net.d on disk, the file the runtime loads, as listed in this turn. */
   private readonly primaryScope: PrimaryScope;
-  private readonly spares: Spares;
+  /** Step (4), with the spares and the burst log it keeps. */
+  private readonly writer: InPlaceWriter;
   private readonly netDirHandle: SharedDir;
   private readonly inFlight = new BytesInFlight();
   /**
@@ -61,17 +50,16 @@ export class Reconciler {
    * passes; undefined until a conversion needs them after a scan (meta-delegates.ts).
    */
   private metaDelegates: Map<string, string> | undefined;
-  private readonly burst = new BurstLog((count, sample) => this.deps.log.info({ count, files: sample }, 'chained plugin into configs'));
 
   constructor(
-    private readonly deps: ReconcilerDeps,
+    private readonly deps: KeeperDeps,
     /** net.d on disk, as the watcher names it. */
     private netDirOnDisk: string,
   ) {
-    this.book = new ConfigBook({ ...deps, now: deps.now ?? monotonicMs }, WORDS, this);
+    this.book = new ConfigBook({ ...deps, now: deps.now ?? monotonicMs }, IN_PLACE_WORDS, this);
     // A symlink target no link leads to any more is no config of ours: it goes like a removed one.
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir, (target) => this.book.fileWent(target));
-    this.spares = new Spares(deps.root);
+    this.writer = new InPlaceWriter(deps, this.book);
     this.primaryScope = new PrimaryScope(deps.config.suffixes);
     this.conversion = { deps, book: this.book, targets: this.targets };
     this.sources = { deps, targets: this.targets };
@@ -134,7 +122,7 @@ export class Reconciler {
 
   /** After the last pass: no spare survives a clean stop. */
   dispose(): Promise<void> {
-    return this.spares.dispose();
+    return this.writer.dispose();
   }
 
   /** Every config status dropped: net.d was re-armed or lost, and the next scan sets them again. */
@@ -144,7 +132,7 @@ export class Reconciler {
 
   stop(): void {
     this.netDirHandle.retire();
-    this.burst.flush();
+    this.writer.flush();
     this.book.stop();
   }
 
@@ -152,7 +140,7 @@ export class Reconciler {
   forget(name: string): void {
     const fileKey = `${this.netDirOnDisk}/${name}`;
     this.metaDelegates?.delete(name);
-    this.spares.drop(fileKey);
+    this.writer.dropSpare(fileKey);
     this.targets.remove(name);
     this.book.forgetConfig(name);
     this.book.fileWent(fileKey);
@@ -302,34 +290,8 @@ export class Reconciler {
         }
         return await convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
       }
-      // (4) write. A file outside net.d is recorded before it is chained (chained-targets.ts).
-      const target = source.linkText === undefined && source.metaDelegate !== true ? undefined : this.deps.root.fromDisk(fileKey);
-      if (target !== undefined) await this.deps.recordTarget?.(target);
-      const spare = this.spares.take(fileKey, source.dir, digest, plan.bytes);
-      const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
-      const result = spare !== undefined ? await landTemp(source.dir, spare, source.name, options, plan.bytes) : await writeFileAtomic(source.dir, source.name, plan.bytes, options);
-      if (result === 'stale') {
-        // A newer write landed while we patched: never overwrite it; look again.
-        this.deps.metrics.staleWrites.inc();
-        return { kind: 'again' };
-      }
-      this.book.wrote(fileKey, sha256(plan.bytes));
-      this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
-      this.deps.metrics.patches.inc();
-      // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
-      // otherwise cost 1,000 synchronous log writes on the hot path).
-      this.deps.log.debug({ file: name, target, spare: spare !== undefined }, 'chained plugin into config');
-      this.burst.add(name);
-      if (source.linkText !== undefined && source.dir.disk !== netDir.disk) {
-        // The runtime watches net.d only: re-create the link so it sees the change.
-        touchSymlink(netDir, name, source.linkText);
-      }
-      // Only in net.d, where every reader ignores hidden temp names (libcni goes by extension); a link
-      // target's directory belongs to whoever made the link, and may be read by anything.
-      if (rewrittenAfterOurPatch && source.dir.disk === netDir.disk && this.deps.isActive()) {
-        this.spares.prepareSoon(fileKey, this.deps.root.fromDisk(source.dir.disk), source.dir.disk, source.name, content, digest, plan.bytes, owner);
-      }
-      return { kind: 'written', fileKey };
+      // (4) write
+      return await this.writer.write({ netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch });
     } finally {
       this.inFlight.release(held);
     }

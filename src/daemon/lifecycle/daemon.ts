@@ -1,18 +1,13 @@
 // The `run` lifecycle (docs/design.md, Start): an install flow of numbered steps, then controllers
-// that keep the node as installed, and on stop the teardown, unless a newer instance owns the node.
-//
-// The controllers, each in its own file, each owning its readiness conditions:
-//   net-dir-watch.ts     the watch on net.d and the path to it          (net-dir)
-//   ownership-role.ts    which instance maintains the node               (owner)
-//   installed.ts            plugin binaries and kubeconfig                  (binaries, plugin-binary, kubeconfig)
-//   node-scan.ts         rescans and temp sweeps                         (scan)
-//   target-dir-watches   directories symlinked configs point into         (target-dir:D)
-//   event-router.ts      which controller a watch event concerns
-//   reconciler.ts / owned-config.ts: the config keeper, per-config statuses
-// This file wires them together and holds the one explicit phase (phase.ts).
+// that keep the node as installed, and on stop the teardown, unless a newer instance owns the node
+// (leave-node.ts). The controllers, each in its own file and owning its readiness conditions, are
+// net-dir-watch (net-dir), ownership-role (owner), installed-files (binaries, plugin-binary,
+// kubeconfig), node-scan (scan), target-dir-watches (target-dir:D), the event router, and the config
+// keeper (reconciler.ts or owned-config.ts). This file wires them together and holds the one
+// explicit phase (phase.ts).
 import { existsSync } from 'node:fs';
 import type { Config } from '../../config.js';
-import type { ChainedPlugin } from '../../cni/conflist.js';
+import type { ChainedPlugin } from '../../cni/chained-plugin.js';
 import { errnoCode } from '../../fs/errno.js';
 import { HostRoot } from '../../fs/host-root.js';
 import { KubeconfigFile } from '../../kube/kubeconfig-file.js';
@@ -37,20 +32,13 @@ import { OwnershipRole } from './ownership-role.js';
 import { PhaseState, type Phase } from './phase.js';
 import { ReadinessReporter } from './readiness-reporter.js';
 import { MemoryReturn } from './memory-return.js';
+import { leaveNode, type StopResult } from './leave-node.js';
 import { stopVerdict } from './stop-policy.js';
 import { runStep } from './start-step.js';
-import { teardown } from './teardown.js';
 
 export type { Phase } from './phase.js';
 export { StartStepError } from './start-step.js';
-
-export interface StopResult {
-  /** True when this instance removed what it installed (false: another owns the node, or it failed). */
-  cleaned: boolean;
-  unpatched: string[];
-  /** Configs that still hold the plugin: the binary and kubeconfig were kept for them. */
-  failed: string[];
-}
+export type { StopResult } from './leave-node.js';
 
 // Temps younger than this may belong to another instance's write in progress (upgrade overlap).
 const SWEEP_MIN_AGE_MS = 10_000;
@@ -117,13 +105,7 @@ export class Daemon {
     this.netDir = new NetDirWatch(this.root, config.netDir, this.watcher, log, this.readiness.condition('net-dir'), (disk) => this.onNetDirArmed(disk), () => this.onNetDirLost());
     this.targetDirs = new TargetDirWatches(this.root, this.watcher, this.readiness, log, onConditionChange);
     const deps = {
-      config,
-      plugin,
-      root: this.root,
-      log,
-      metrics,
-      readiness: this.readiness,
-      binary,
+      config, plugin, root: this.root, log, metrics, readiness: this.readiness, binary,
       isActive: () => phase.maintaining,
       onTargetDir: (dir: string, used: boolean) => void this.targetDirs.update(dir, used),
       onPassDone: () => {
@@ -260,29 +242,8 @@ export class Daemon {
     this.installed.dispose();
     this.targetDirs.dispose();
     try {
-      const owner = this.role.ownedByAnother();
-      if (wasPassive || owner.another) {
-        this.ownership.dropStandbyLock();
-        this.log.info({ owner: owner.instance }, 'another instance owns this node: leaving its configuration in place');
-        return { cleaned: false, unpatched: [], failed: [] };
-      }
-      const decided = await verdict!;
-      if (!decided.teardown) {
-        // A replacement: configs, binaries and kubeconfig stay; the next instance (or the one standing
-        // by, which our lock going wakes) takes the node from here.
-        this.log.info({ reason: decided.reason }, 'stopping without unchaining: the node stays chained');
-        this.ownership.release();
-        return { cleaned: false, unpatched: [], failed: [] };
-      }
-      this.log.info({ reason: decided.reason }, 'uninstalling: removing the plugin from every config');
-      await this.reporter.uninstalling(decided.reason, 2_000);
-      const result = await teardown(this.root, this.config, this.plugin.type, this.log, {
-        binaries: this.installed.binaryNames,
-        patchedTargets: this.chainedTargets.all,
-        releaseOwnership: () => this.ownership.release(),
-      });
-      this.metrics.unpatches.inc(result.unpatched.length);
-      return { cleaned: result.failed.length === 0, unpatched: result.unpatched, failed: result.failed };
+      const leaving = { config: this.config, plugin: this.plugin, root: this.root, log: this.log, metrics: this.metrics, ownership: this.ownership, role: this.role, reporter: this.reporter, installed: this.installed, chainedTargets: this.chainedTargets };
+      return await leaveNode(leaving, wasPassive, verdict);
     } finally {
       this.reporter.dispose();
       this.phaseState.current = 'stopped';

@@ -3,7 +3,8 @@
 import path from 'node:path';
 import { planUnpatch, type UnpatchPlan } from '../../cni/conflist.js';
 import { resolveDelegate } from '../keepers/symlink-targets.js';
-import { touchSymlink, writeFileAtomic } from '../../fs/atomic-write.js';
+import { writeFileAtomic } from '../../fs/atomic-write.js';
+import { touchSymlink } from '../../fs/touch-symlink.js';
 import { ownerOf, readEntry } from '../../fs/bounded-read.js';
 import { withDir } from '../../fs/dir.js';
 import type { HostRoot } from '../../fs/host-root.js';

@@ -2,7 +2,9 @@
 import path from 'node:path';
 import type { Config } from '../../config.js';
 import { statSync, type Stats } from 'node:fs';
-import { chainState, ConfigParseError, planPatch, scanConfig, type ChainedPlugin } from '../../cni/conflist.js';
+import { type ChainedPlugin } from '../../cni/chained-plugin.js';
+import { chainState, planPatch } from '../../cni/conflist.js';
+import { ConfigParseError, scanConfig } from '../../cni/scan-config.js';
 import { compareNames, isLibcniName, isOwnedCopyName } from '../../cni/names.js';
 import { loadedConfig, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { binaryShortfall } from './plugin-binary.js';

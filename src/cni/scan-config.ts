@@ -1,0 +1,76 @@
+// A CNI config's bytes scanned for what chaining needs: its shape (a conflist or a single plugin), the
+// `plugins` array and each element's type, and whether it is a meta-plugin (Multus). Pure; the text
+// is never re-serialised (conflist.ts).
+import { isAscii } from 'node:buffer';
+import { decodeString, JsonSyntaxError, lastMember, scanJson, type JsonNode } from './json-spans.js';
+import { metaDelegation, type Delegation } from './meta-plugin.js';
+
+export class ConfigParseError extends Error {
+  override readonly name = 'ConfigParseError';
+}
+
+export /** scanJson, with a syntax error as the ConfigParseError every caller reports. */
+function scanOrRefuse(bytes: Buffer, detailDepth: number): JsonNode {
+  try {
+    return scanJson(bytes, detailDepth);
+  } catch (err) {
+    if (err instanceof JsonSyntaxError) throw new ConfigParseError(`not valid JSON: ${err.message}`);
+    throw err;
+  }
+}
+
+export type ConfigShape = 'conflist' | 'single';
+
+/** A config's bytes with the offsets the patcher needs. */
+export interface ScannedConfig {
+  bytes: Buffer;
+  shape: ConfigShape;
+  root: JsonNode;
+  /** The `plugins` array (conflists). */
+  plugins?: JsonNode;
+  /** The `type` of each element of `plugins` (undefined where it has none). */
+  types: Array<string | undefined>;
+  /** Set for a meta-plugin config (Multus): what it delegates to (meta-plugin.ts). */
+  meta?: Delegation;
+}
+
+// The keys that make a meta-plugin, looked for in the raw bytes before any member lookup: nearly every
+// config has none of them, and a storm then pays one memchr-speed search instead of member lookups.
+const META_HINTS = ['multus', 'clusterNetwork', 'delegates'];
+const META_HINTS_LOWER = META_HINTS.map((h) => h.toLowerCase());
+const BACKSLASH_U = '\\u';
+
+function metaOf(bytes: Buffer, root: JsonNode, plugins: JsonNode | undefined): Delegation | undefined {
+  // Keys may be spelt in any case, escaped (`clusterNetw\u006frk`), or with a non-ASCII letter Go's
+  // encoding/json folds to an ASCII one (`ſ` to s, the Kelvin sign to k): Go still matches them. Only
+  // an ASCII config without an escape and without any hint in any case is surely no meta-plugin.
+  if (!META_HINTS.some((hint) => bytes.includes(hint)) && !bytes.includes(BACKSLASH_U) && isAscii(bytes)) {
+    const lower = bytes.toString('latin1').toLowerCase();
+    if (!META_HINTS_LOWER.some((hint) => lower.includes(hint))) return undefined;
+  }
+  return metaDelegation(bytes, root, plugins);
+}
+
+function typeOf(bytes: Buffer, node: JsonNode): string | undefined {
+  const type = node.kind === 'object' ? lastMember(bytes, node, 'type') : undefined;
+  return type?.kind === 'string' ? decodeString(bytes, type.start, type.end) : undefined;
+}
+
+/** Scans CNI config bytes. Trailing junk, a non-object, or neither `plugins` nor `type` is an error. */
+export function scanConfig(bytes: Buffer): ScannedConfig {
+  const root = scanOrRefuse(bytes, 3);
+  if (root.kind !== 'object') throw new ConfigParseError('not a JSON object');
+  const plugins = lastMember(bytes, root, 'plugins');
+  if (plugins !== undefined) {
+    if (plugins.kind !== 'array') throw new ConfigParseError('"plugins" is not an array');
+    const scanned: ScannedConfig = { bytes, shape: 'conflist', root, plugins, types: plugins.items!.map((item) => typeOf(bytes, item)) };
+    const meta = metaOf(bytes, root, plugins);
+    if (meta !== undefined) scanned.meta = meta;
+    return scanned;
+  }
+  if (typeOf(bytes, root) !== undefined) {
+    const meta = metaOf(bytes, root, undefined);
+    return meta === undefined ? { bytes, shape: 'single', root, types: [] } : { bytes, shape: 'single', root, types: [], meta };
+  }
+  throw new ConfigParseError('neither a "plugins" list nor a plugin "type"');
+}
