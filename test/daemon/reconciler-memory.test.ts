@@ -5,56 +5,17 @@
 import { mkdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, requirePlugin } from '../../src/config.js';
 import { DEFAULT_FIGHT_POLICY } from '../../src/daemon/keepers/fight-detector.js';
-import { Metrics } from '../../src/daemon/http/metrics.js';
-import { PluginBinary } from '../../src/daemon/node/plugin-binary.js';
-import { Readiness } from '../../src/daemon/keepers/readiness.js';
-import { Reconciler } from '../../src/daemon/keepers/reconciler.js';
-import { HostRoot } from '../../src/fs/host-root.js';
-import { createLogger } from '../../src/log.js';
-import { fixture, pluginText } from '../helpers/fixtures.js';
-import { tempDir } from '../helpers/tmp.js';
+import { fixture } from '../helpers/fixtures.js';
+import { reconcilerOnNode } from '../helpers/keeper.js';
 
 const CALM_MS = DEFAULT_FIGHT_POLICY.calmMs;
 const PRIMARY = fixture('10-calico.conflist');
 
 function node() {
-  const hostRoot = tempDir();
-  const netDir = path.join(hostRoot, 'etc/cni/net.d');
+  const { hostRoot, netDir, readiness, clock, keeper: reconciler, pass } = reconcilerOnNode();
   const targets = path.join(hostRoot, 'var/lib/cni-configs');
-  mkdirSync(netDir, { recursive: true });
   mkdirSync(targets, { recursive: true });
-  // The plugin's binary, installed: nothing is chained without it (plugin-binary.ts).
-  // A scratch directory of its own (tempDir() is removed after each test), never the host root's.
-  const containerBin = tempDir();
-  mkdirSync(path.join(hostRoot, 'opt/cni/bin'), { recursive: true });
-  for (const dir of [containerBin, path.join(hostRoot, 'opt/cni/bin')]) writeFileSync(path.join(dir, 'linkerd-cni'), '#!/bin/sh\n', { mode: 0o755 });
-  const config = loadConfig({ CONTAINER_MOUNT_PREFIX: hostRoot, CNI_NETWORK_CONFIG: pluginText, CONTAINER_CNI_BIN_DIR: containerBin });
-  const root = new HostRoot(hostRoot);
-  const binary = new PluginBinary(root, config.binDir, config.containerBinDir, requirePlugin(config).type);
-  expect(binary.installedNow()).toBeUndefined();
-  const readiness = new Readiness();
-  const clock = { now: 0 };
-  const reconciler = new Reconciler(
-    {
-      config,
-      plugin: requirePlugin(config),
-      root,
-      log: createLogger('silent'),
-      metrics: new Metrics('test', 'native'),
-      readiness,
-      binary,
-      isActive: () => true,
-      onTargetDir: () => {},
-      now: () => clock.now,
-    },
-    netDir,
-  );
-  const pass = async (name: string) => {
-    reconciler.trigger(name);
-    await reconciler.drain();
-  };
   /** Config `name` written unpatched, patched by a pass, then removed and forgotten by the next. */
   const patchThenRemove = async (name: string) => {
     const file = path.join(netDir, name);

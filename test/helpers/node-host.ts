@@ -65,6 +65,14 @@ export async function probe(port: number, what: '/healthz' | '/readyz' | '/metri
   return { status: res.status, body: await res.text() };
 }
 
+/** A sample without labels from the daemon's /metrics, e.g. `cni_chainer_patches_total`. */
+export async function metric(port: number, name: string): Promise<number> {
+  const { body } = await probe(port, '/metrics');
+  const line = body.split('\n').find((l) => l.startsWith(`${name} `));
+  if (line === undefined) throw new Error(`no sample ${name} in /metrics`);
+  return Number(line.slice(name.length + 1));
+}
+
 export class NodeHost {
   readonly root: string;
   readonly netDir: string;

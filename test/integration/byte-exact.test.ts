@@ -108,9 +108,11 @@ describe('the primary gets its bytes back', () => {
     expect(host.read('10-flannel.conflist')).toContain(text);
     expect((await host.cli(['check'], env)).code).toBe(0);
     await first.stop('SIGKILL');
+    const before = statSync(host.net('10-flannel.conflist'));
     const second = await host.started(env);
-    expect(second.count('chained plugin into config')).toBe(0);
     await second.stop('SIGKILL');
+    const after = statSync(host.net('10-flannel.conflist'));
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs]);
   });
 });
 
@@ -185,9 +187,8 @@ describe('confinement by the kernel', () => {
     host.putFixture('10-calico.conflist', '20-control.conflist');
     await waitFor(() => host.isChained('20-control.conflist'), 'the control config chained during the race');
     await Promise.all([new Promise((r) => swapper.on('close', r)), new Promise((r) => rewriter.on('close', r))]);
-    // The target chained at start and the control config during the race: the agent was alive
-    // throughout (how many of the racing rewrites it also chained depends on the machine's load).
-    expect(daemon.count('chained plugin into config')).toBeGreaterThanOrEqual(2);
+    // The control config chained during the race: the agent was alive throughout (how many of the
+    // racing rewrites it also chained depends on the machine's load).
     expect(snapshot(outside)).toEqual(before);
     await daemon.stop();
     expect(snapshot(outside)).toEqual(before);

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../helpers/fixtures.js';
-import { freePort, NodeHost, probe } from '../helpers/node-host.js';
+import { freePort, metric, NodeHost, probe } from '../helpers/node-host.js';
 import { CiliumExclusive, multusThick, multusThin, writeInPlace, writeRenamedIn } from '../helpers/primaries.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -122,11 +122,11 @@ describe('Multus thin: the primary embedded in delegates', () => {
     const delegate = (multus.delegates as Array<{ plugins: Array<Record<string, unknown>> }>)[0]!;
     expect(delegate.plugins.at(-1)).toEqual(host.plugin);
     // Multus regenerates its file from the (now chained) primary: already chained, nothing to write.
-    const writes = daemon.count('chained plugin into config');
+    const writes = await metric(port, 'cni_chainer_patches_total');
     writeRenamedIn(host.netDir, name, multusThin(host.read(CALICO), version));
     await waitFor(() => pluginEntries(host, name) === 1, 'regenerated');
     expect((await host.cli(['check'])).code).toBe(0);
-    expect(daemon.count('chained plugin into config')).toBe(writes);
+    expect(await metric(port, 'cni_chainer_patches_total')).toBe(writes);
     // Multus regenerates from an unchained primary (a restart raced ours): chained inside again.
     writeRenamedIn(host.netDir, name, thin);
     await waitFor(() => pluginEntries(host, name) === 1, 'chained inside again');
