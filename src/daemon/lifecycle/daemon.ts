@@ -212,7 +212,7 @@ export class Daemon {
     }
     // 5. Ready once the first passes are done (the readiness report also needs every config chained).
     await runStep('5. chain every config', () => this.keeper.drain());
-    if (this.phaseState.starting) this.phaseState.current = 'active';
+    this.phaseState.started();
     this.lifecycle.clear();
     this.updateReadiness();
   }
@@ -225,7 +225,7 @@ export class Daemon {
     const verdict = wasPassive
       ? undefined
       : stopVerdict(this.config, this.log, () => this.ownership.standbyWaiting()).catch((err: unknown) => ({ teardown: false, reason: `the stop could not be decided (${(err as Error).message}): keeping the node chained` }));
-    this.phaseState.current = 'stopping';
+    this.phaseState.stopping();
     // Unready from here on: the configs are about to be unchained.
     this.lifecycle.set('stopping');
     clearInterval(this.resyncTimer);
@@ -246,7 +246,7 @@ export class Daemon {
       return await leaveNode(leaving, wasPassive, verdict);
     } finally {
       this.reporter.dispose();
-      this.phaseState.current = 'stopped';
+      this.phaseState.stopped();
     }
   }
 

@@ -45,6 +45,8 @@ export class OwnershipRole {
   /** net.d is watched (first time, or re-created): claim the node, or stand down. True when claimed. */
   onNetDirArmed(): boolean {
     const { ownership, phase } = this.deps;
+    // A re-arm that ends after the stop began: the stop decides what becomes of the node.
+    if (phase.ending) return false;
     const owner = ownership.currentOwner();
     // The newest instance claims the node at its first arm; later (net.d re-created) only if no other
     // live instance holds it.
@@ -111,7 +113,7 @@ export class OwnershipRole {
 
   /** `owner`, just read and alive, has the node: wait for it to go. */
   private standDown(owner: Owner): void {
-    this.deps.phase.current = 'passive';
+    this.deps.phase.standDown();
     this.deps.ownership.dropLock();
     this.deps.ownership.holdStandbyLock();
     this.condition.set(`instance ${owner.instance} has taken over this node`);
@@ -152,7 +154,7 @@ export class OwnershipRole {
   /** The newer instance is gone (rolled back, or killed): this one maintains the node again. */
   private async takeBack(): Promise<void> {
     if (!this.deps.phase.standingBy) return;
-    this.deps.phase.current = 'active';
+    this.deps.phase.takeBack();
     this.deps.ownership.dropStandbyLock();
     clearInterval(this.pollTimer);
     this.pollTimer = undefined;
