@@ -46,7 +46,11 @@ let queued: Pending[] = [];
 export function replaceEntry(replacement: Replacement): Promise<ReplaceOutcome> {
   const job = toWire(replacement);
   return new Promise((resolve, reject) => {
-    if (queued.length === 0) queueMicrotask(flush);
+    // At the end of this turn (setImmediate runs after the poll phase), not at the next microtask: in a
+    // storm, passes bounded by the queue start from the completions of earlier writes, one promise
+    // continuation after another, and a microtask flush sent each of them alone (1.4 files per batch
+    // measured, each with its own directory fsync and pool wake-up).
+    if (queued.length === 0) setImmediate(flush);
     queued.push({ job, resolve, reject });
   });
 }

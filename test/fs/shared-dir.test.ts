@@ -1,10 +1,10 @@
-// SharedDir: overlapping leases share one fd, which is closed as soon as the last one is released (an fd
-// held while idle would keep a deleted net.d alive and hide its IN_DELETE_SELF); a retired handle is
-// never closed under a lease still held.
+// SharedDir: the leases of a burst share one fd, closed once it has been unused for IDLE_CLOSE_MS (an
+// fd held while idle would keep a deleted net.d alive and hide its IN_DELETE_SELF), or at once when
+// retired; a retired handle is never closed under a lease still held.
 import { fstatSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Dir } from '../../src/fs/dir.js';
-import { SharedDir } from '../../src/fs/shared-dir.js';
+import { IDLE_CLOSE_MS, SharedDir } from '../../src/fs/shared-dir.js';
 import { tempDir } from '../helpers/tmp.js';
 
 function isOpen(fd: number): boolean {
@@ -17,7 +17,14 @@ function isOpen(fd: number): boolean {
 }
 
 describe('SharedDir', () => {
-  it('opens once for overlapping leases and closes when the last one is released', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('opens once for the leases of a burst, and closes once unused for IDLE_CLOSE_MS', () => {
     const dir = tempDir();
     let opens = 0;
     const shared = new SharedDir(() => {
@@ -32,9 +39,30 @@ describe('SharedDir', () => {
     shared.release(leases[1]!);
     expect(isOpen(fd)).toBe(true);
     shared.release(leases[2]!);
+    // The next wave of the burst reuses it.
+    expect(isOpen(fd)).toBe(true);
+    const next = shared.acquire();
+    expect(next.dir.fd).toBe(fd);
+    vi.advanceTimersByTime(IDLE_CLOSE_MS);
+    expect(isOpen(fd)).toBe(true); // in use when the timer fired
+    shared.release(next);
+    vi.advanceTimersByTime(IDLE_CLOSE_MS - 1);
+    expect(isOpen(fd)).toBe(true);
+    vi.advanceTimersByTime(1);
     expect(isOpen(fd)).toBe(false);
+    expect(opens).toBe(1);
     shared.release(shared.acquire());
     expect(opens).toBe(2);
+  });
+
+  it('closes an unused fd at once when retired', () => {
+    const shared = new SharedDir(() => Dir.open(tempDir()));
+    const lease = shared.acquire();
+    shared.release(lease);
+    expect(isOpen(lease.dir.fd)).toBe(true);
+    shared.retire();
+    expect(isOpen(lease.dir.fd)).toBe(false);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('passes on what open throws, and holds nothing after it', () => {
@@ -49,6 +77,7 @@ describe('SharedDir', () => {
     const lease = shared.acquire();
     expect(isOpen(lease.dir.fd)).toBe(true);
     shared.release(lease);
+    vi.advanceTimersByTime(IDLE_CLOSE_MS);
     expect(isOpen(lease.dir.fd)).toBe(false);
   });
 
