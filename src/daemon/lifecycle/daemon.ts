@@ -205,7 +205,10 @@ export class Daemon {
       await this.watcher.watch(this.binDirOnDisk!);
       await this.netDir.rearm();
     });
-    this.firstScanDispatched(true); // its writes are on the pool: nothing below holds them up
+    // Writes go to the pool at the end of the loop turn (fs/replace-batches.ts): the CLI's next steps
+    // (the health server's import and compile, ~13 ms) wait for them to be on their way.
+    await new Promise((resolve) => setImmediate(resolve));
+    this.firstScanDispatched(true);
     if (this.config.resyncIntervalMs > 0) {
       this.resyncTimer = setInterval(() => void this.resync(), this.config.resyncIntervalMs);
       this.resyncTimer.unref();
