@@ -6,7 +6,6 @@ import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js
 import { HostRoot } from './fs/host-root.js';
 import { exitNow } from './native/exit.js';
 import { createLogger } from './log.js';
-import { optimizeHeapForSize } from './memory-flags.js';
 import { VERSION } from './version.js';
 
 const USAGE = `Usage: cni-chainer [run | uninstall | check [--json]] [--help] [--version]
@@ -56,11 +55,14 @@ async function run(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   requireContainerBinDir(config);
   const log = createLogger(config.logLevel, config.logFormat);
-  const [{ Daemon }, { Metrics }] = await Promise.all([import('./daemon/lifecycle/daemon.js'), import('./daemon/http/metrics.js')]);
+  const [{ Daemon }, { Metrics }, { Probes, ProbePortError }] = await Promise.all([
+    import('./daemon/lifecycle/daemon.js'),
+    import('./daemon/http/metrics.js'),
+    import('./daemon/http/probes.js'),
+  ]);
   const metrics = new Metrics(VERSION, config.backend);
-  const daemon = new Daemon(config, plugin, log, metrics);
+  const daemon = new Daemon(config, plugin, log, metrics, new Probes(config, metrics, log));
   log.info({ version: VERSION, instance: daemon.instance, backend: config.backend, netDir: config.netDir, hostRoot: config.hostRoot }, 'starting');
-  let health: { close(): Promise<void> } | undefined;
 
   // One stop, whatever signals arrive: the first starts the cleanup, the others are logged. The
   // deadline comes from SHUTDOWN_TIMEOUT_S, set below the pod's terminationGracePeriodSeconds.
@@ -78,8 +80,7 @@ async function run(config: Config): Promise<number> {
       }, config.shutdownTimeoutMs).unref();
       void daemon
         .stop()
-        .then(async ({ cleaned, unpatched, failed }) => {
-          await health?.close();
+        .then(({ cleaned, unpatched, failed }) => {
           if (failed.length > 0) {
             log.error({ files: failed }, 'stopped, but the plugin is still in these configs: binaries and kubeconfig kept');
             resolve(1);
@@ -100,51 +101,25 @@ async function run(config: Config): Promise<number> {
     process.on('SIGINT', () => void stop('SIGINT').then(resolve));
   });
 
-  const startup = daemon.start();
-  // The health server (node:http and its listen: ~13 ms, measured with --cpu-prof) comes up once the
-  // first scan's writes are under way: the configs on the node wait for nothing, and readiness could
-  // not be true before the scan anyway.
-  const scanning = await daemon.firstScan;
-  await optimizeHeapForSize();
-  if (scanning && config.healthPort !== 0 && stopping === undefined) {
-    const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./daemon/http/health-server.js'), import('./daemon/http/health-port.js')]);
-    const source = { alive: () => daemon.watching, readiness: () => daemon.readiness.report() };
-    const ownerMayHoldPort = () => daemon.anotherInstanceMayHoldPort();
-    const ports = [new HealthPort(new HealthServer(source, metrics, log), config.healthPort, config.healthHost, log, ownerMayHoldPort, 'HEALTH_PORT')];
-    if (config.metricsPort !== 0) {
-      ports.push(new HealthPort(new HealthServer(source, metrics, log, undefined, 'metrics'), config.metricsPort, config.metricsHost, log, ownerMayHoldPort, 'METRICS_PORT'));
-    }
-    health = { close: () => Promise.all(ports.map((p) => p.close())).then(() => {}) };
-    daemon.onRoleChange = (role) => void Promise.all(ports.map((p) => (role === 'passive' ? p.release() : p.reclaim())));
-    let starting = ports[0]!;
-    try {
-      for (starting of ports) await starting.start();
-      // A newer instance took the node over while this one was starting: the ports are its.
-      if (daemon.phase === 'passive') await Promise.all(ports.map((p) => p.release()));
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      process.stderr.write(`cni-chainer: ${starting.variable}: cannot listen on ${starting.host} port ${starting.port}: ${code ?? (err as Error).message}\n`);
-      await health.close();
-      // What the start did meanwhile is undone as at SIGTERM: no node is left half-installed.
-      await startup.catch(() => {});
-      await daemon.stop();
-      return code === 'EADDRINUSE' || code === 'EACCES' ? 2 : 1;
-    }
-  }
   try {
-    await startup;
+    await daemon.start();
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     if (stopping !== undefined) return stopping; // a signal during start: its cleanup decides
     const e = err as NodeJS.ErrnoException & { step?: string };
+    if (e.cause instanceof ProbePortError) {
+      // A port held by something else, or one this user may not bind: what the start did is undone
+      // as at SIGTERM, and the variable is named. No node is left half-installed.
+      const { cause } = e;
+      process.stderr.write(`cni-chainer: ${cause.message}\n`);
+      await daemon.stop();
+      return cause.code === 'EADDRINUSE' || cause.code === 'EACCES' ? 2 : 1;
+    }
     // inotify limits and other start-up failures: never pretend to be running.
     log.fatal({ step: e.step, code: e.code, err: e.message }, 'start-up failed');
     process.stderr.write(`cni-chainer: start-up failed${e.step === undefined ? '' : ` at step ${e.step}`}: ${e.message}\n`);
-    await health?.close();
     return 1;
   }
-  daemon.updateReadiness();
-  daemon.memory.afterStart();
   log.info({ ready: daemon.readiness.report().ready }, 'started');
   return signalled;
 }

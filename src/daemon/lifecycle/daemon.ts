@@ -35,6 +35,8 @@ import { MemoryReturn } from './memory-return.js';
 import { leaveNode, type StopResult } from './leave-node.js';
 import { stopVerdict } from './stop-policy.js';
 import { runStep } from './start-step.js';
+import { optimizeHeapForSize } from '../../memory-flags.js';
+import type { Probes } from '../http/probes.js';
 
 export type { Phase } from './phase.js';
 export { StartStepError } from './start-step.js';
@@ -47,14 +49,6 @@ export class Daemon {
   readonly root: HostRoot;
   readonly readiness = new Readiness();
   private readonly phaseState = new PhaseState();
-  /**
-   * Told when this instance stands down for a newer one, and when it takes the node back. On the
-   * host's network both share one health port: the CLI hands it over (cli.ts).
-   */
-  onRoleChange: ((role: 'passive' | 'active') => void) | undefined;
-  /** Resolves true once the first scan's passes are under way; false if start() ended without one. */
-  readonly firstScan: Promise<boolean>;
-  private firstScanDispatched!: (dispatched: boolean) => void;
   private readonly lifecycle: Condition;
   private readonly watcher: Watcher;
   private readonly netDir: NetDirWatch;
@@ -72,7 +66,7 @@ export class Daemon {
   private readonly chainedTargets: ChainedTargets;
   private resyncTimer: NodeJS.Timeout | undefined;
   /** Freed memory back to the kernel after start and after bursts (memory-return.ts). */
-  readonly memory = new MemoryReturn();
+  private readonly memory = new MemoryReturn();
   /** Readiness changes to the log, the metrics and the API server (readiness-reporter.ts). */
   private readonly reporter: ReadinessReporter;
 
@@ -81,8 +75,9 @@ export class Daemon {
     private readonly plugin: ChainedPlugin,
     private readonly log: Logger,
     private readonly metrics: Metrics,
+    /** The probes' ports, served at step 5 (the CLI's; none in process). */
+    private readonly probes?: Probes,
   ) {
-    this.firstScan = new Promise((resolve) => (this.firstScanDispatched = resolve));
     this.root = new HostRoot(config.hostRoot);
     this.lifecycle = this.readiness.condition('lifecycle');
     this.lifecycle.set('starting');
@@ -125,7 +120,9 @@ export class Daemon {
       log,
       readiness: this.readiness,
       netDirArmed,
-      onRoleChange: (role) => this.onRoleChange?.(role),
+      // On the host's network every instance shares the probes' ports: a newer one that takes the
+      // node over gets them, and gives them back with the node.
+      onRoleChange: (role) => (role === 'passive' ? void this.probes?.standDown() : this.probes?.takeBack()),
       onTakeBack: () => this.refreshNode('take-back'),
     });
     this.router = new EventRouter({
@@ -165,19 +162,11 @@ export class Daemon {
     return this.role.anotherInstanceMayHoldPort();
   }
 
-  async start(): Promise<void> {
-    try {
-      await this.install();
-    } finally {
-      this.firstScanDispatched(false); // no-op once it said true
-    }
-  }
-
   /**
    * The install flow. Each step runs once, in order; a step that throws ends the start with its
    * label (never "running" half-installed: the CLI's stop undoes what the steps before it did).
    */
-  private async install(): Promise<void> {
+  async start(): Promise<void> {
     // 1. Configuration the environment check cannot see: a token without KUBERNETES_SERVICE_HOST.
     await runStep('1. check the kubeconfig inputs', () => {
       this.kubeconfig.render();
@@ -205,19 +194,27 @@ export class Daemon {
       await this.watcher.watch(this.binDirOnDisk!);
       await this.netDir.rearm();
     });
-    // Writes go to the pool at the end of the loop turn (fs/replace-batches.ts): the CLI's next steps
-    // (the health server's import and compile, ~13 ms) wait for them to be on their way.
+    // Writes go to the pool at the end of the loop turn (fs/replace-batches.ts): what follows (the
+    // probes' import and listen, ~13 ms) waits until they are on their way.
     await new Promise((resolve) => setImmediate(resolve));
-    this.firstScanDispatched(true);
+    await optimizeHeapForSize();
     if (this.config.resyncIntervalMs > 0) {
       this.resyncTimer = setInterval(() => void this.resync(), this.config.resyncIntervalMs);
       this.resyncTimer.unref();
     }
-    // 5. Ready once the first passes are done (the readiness report also needs every config chained).
-    await runStep('5. chain every config', () => this.keeper.drain());
+    // 5. The probes (a port held by anything but an instance that owns the node is a configuration
+    //    error); a newer instance that took the node over meanwhile gets them at once.
+    await runStep('5. serve the probes', async () => {
+      if (this.phaseState.ending) return;
+      await this.probes?.serve({ alive: () => this.watching, readiness: () => this.readiness.report(), ownerMayHoldPort: () => this.role.anotherInstanceMayHoldPort() });
+      if (this.phaseState.standingBy) await this.probes?.standDown();
+    });
+    // 6. Ready once the first passes are done (the readiness report also needs every config chained).
+    await runStep('6. chain every config', () => this.keeper.drain());
     this.phaseState.started();
     this.lifecycle.clear();
     this.updateReadiness();
+    this.memory.afterStart();
   }
 
   /** Stops watching; unless another instance owns the node, removes everything `run` installed. */
@@ -250,6 +247,8 @@ export class Daemon {
     } finally {
       this.reporter.dispose();
       this.phaseState.stopped();
+      // Last: the kubelet's probes are answered (not ready) for as long as the stop runs.
+      await this.probes?.close();
     }
   }
 
