@@ -67,8 +67,8 @@ describe('fights', () => {
       '--',
     ]);
     // The second backoff doubles the first: the level survived our successful write in between.
-    await daemon.waitLog((l) => l.msg === 'backing off' && l.backoffMs === 2000, 10_000);
-    const r = await probe(port, '/readyz');
+    let r = await probe(port, '/readyz');
+    await waitFor(async () => (r = await probe(port, '/readyz')).body.includes('next try in 2000 ms'), '/readyz: the second backoff, 2000 ms', 10_000);
     expect(r.status).toBe(503);
     expect(r.body).toContain('10-aws.conflist: backoff');
     await fighter.exited;
