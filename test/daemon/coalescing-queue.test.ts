@@ -1,6 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CoalescingQueue } from '../../src/daemon/keepers/coalescing-queue.js';
+import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from '../../src/daemon/keepers/coalescing-queue.js';
+
+/** A queue whose runner is these functions (the keepers implement PassRunner as methods). */
+function queueOf(
+  runPass: (key: string) => Promise<void>,
+  passFailed: (key: string, error: unknown) => void,
+  limit = DEFAULT_PASS_CONCURRENCY,
+  hasRoom: () => boolean = () => true,
+): CoalescingQueue {
+  return new CoalescingQueue({ runPass, passFailed, hasRoom }, limit);
+}
 
 function gate() {
   let open!: () => void;
@@ -11,7 +21,7 @@ function gate() {
 describe('CoalescingQueue', () => {
   it('starts the first pass synchronously', () => {
     const started: string[] = [];
-    const queue = new CoalescingQueue(async (key) => void started.push(key), () => {});
+    const queue = queueOf(async (key) => void started.push(key), () => {});
     queue.trigger('a');
     expect(started).toEqual(['a']);
   });
@@ -21,7 +31,7 @@ describe('CoalescingQueue', () => {
     let running = 0;
     let maxRunning = 0;
     let passes = 0;
-    const queue = new CoalescingQueue(async () => {
+    const queue = queueOf(async () => {
       passes++;
       running++;
       maxRunning = Math.max(maxRunning, running);
@@ -39,7 +49,7 @@ describe('CoalescingQueue', () => {
   it('runs different keys side by side', async () => {
     const g = gate();
     const started: string[] = [];
-    const queue = new CoalescingQueue(async (key) => {
+    const queue = queueOf(async (key) => {
       started.push(key);
       await g.opened;
     }, () => {});
@@ -53,7 +63,7 @@ describe('CoalescingQueue', () => {
   it('reports a failing pass and keeps working', async () => {
     const errors: unknown[] = [];
     let calls = 0;
-    const queue = new CoalescingQueue(async () => {
+    const queue = queueOf(async () => {
       calls++;
       if (calls === 1) throw new Error('EACCES');
     }, (_, err) => errors.push(err));
@@ -67,7 +77,7 @@ describe('CoalescingQueue', () => {
 
   it('a trigger from inside the pass causes exactly one more pass', async () => {
     let passes = 0;
-    const queue: CoalescingQueue = new CoalescingQueue(async (key) => {
+    const queue: CoalescingQueue = queueOf(async (key) => {
       passes++;
       if (passes === 1) {
         queue.trigger(key);
@@ -86,7 +96,7 @@ describe('CoalescingQueue concurrency bound', () => {
     let running = 0;
     let peak = 0;
     const done: string[] = [];
-    const queue = new CoalescingQueue(
+    const queue = queueOf(
       async (key) => {
         running++;
         peak = Math.max(peak, running);
@@ -107,7 +117,7 @@ describe('CoalescingQueue concurrency bound', () => {
 
   it('coalesces triggers of a waiting key into its one pass', async () => {
     const passes = new Map<string, number>();
-    const queue = new CoalescingQueue(
+    const queue = queueOf(
       async (key) => {
         passes.set(key, (passes.get(key) ?? 0) + 1);
         await new Promise((r) => setTimeout(r, 2));
@@ -126,7 +136,7 @@ describe('CoalescingQueue concurrency bound', () => {
     let room = false;
     const started: string[] = [];
     const release = new Map<string, () => void>();
-    const queue = new CoalescingQueue(
+    const queue = queueOf(
       (key) => {
         started.push(key);
         return new Promise<void>((resolve) => release.set(key, resolve));
@@ -172,7 +182,7 @@ describe('CoalescingQueue against a model', () => {
         const lastStart = new Map<string, number>();
         const triggers = new Map<string, number>();
         const passes = new Map<string, number>();
-        const queue = new CoalescingQueue(
+        const queue = queueOf(
           (key) =>
             new Promise<void>((resolve) => {
               expect(running.some((r) => r.key === key)).toBe(false);

@@ -18,6 +18,15 @@ export const DEFAULT_PASS_CONCURRENCY = 128;
  */
 type KeyState = 'waiting' | 'running' | 'running-again';
 
+/** What a queue runs: the passes of its owner (a keeper, the installed files), one key at a time. */
+export interface PassRunner<K> {
+  runPass(key: K): Promise<void>;
+  /** The pass of `key` threw: its owner reports it (the next trigger runs it again). */
+  passFailed(key: K, error: unknown): void;
+  /** Room for one more pass beside the running ones (the reconciler's bound on the bytes held). */
+  hasRoom?(): boolean;
+}
+
 export class CoalescingQueue<K = string> {
   // One state per key rather than a set per condition: a storm's pass touches this map twice or
   // three times instead of seven set and map operations.
@@ -27,10 +36,8 @@ export class CoalescingQueue<K = string> {
   private drained: Array<() => void> = [];
 
   constructor(
-    private readonly pass: (key: K) => Promise<void>,
-    private readonly onError: (key: K, error: unknown) => void,
+    private readonly runner: PassRunner<K>,
     private readonly limit = DEFAULT_PASS_CONCURRENCY,
-    private readonly hasRoom: () => boolean = () => true,
   ) {}
 
   trigger(key: K): void {
@@ -60,9 +67,9 @@ export class CoalescingQueue<K = string> {
   private async run(key: K): Promise<void> {
     for (;;) {
       try {
-        await this.pass(key);
+        await this.runner.runPass(key);
       } catch (error) {
-        this.onError(key, error);
+        this.runner.passFailed(key, error);
       }
       // Read and updated in one synchronous step, so no trigger can fall between the two.
       if (this.states.get(key) === 'running-again') {
@@ -87,7 +94,7 @@ export class CoalescingQueue<K = string> {
 
   // Alone, a pass always starts: room is a bound on company, never a reason to stall.
   private canStart(): boolean {
-    return this.running === 0 || (this.running < this.limit && this.hasRoom());
+    return this.running === 0 || (this.running < this.limit && (this.runner.hasRoom?.() ?? true));
   }
 
   private settle(): void {

@@ -27,10 +27,10 @@ import { ownerOf, readEntry, type EntryRead, type FileOwner } from '../../fs/bou
 import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
-import { CoalescingQueue } from './coalescing-queue.js';
+import { CoalescingQueue, type PassRunner } from './coalescing-queue.js';
 import { OWNED_WORDS } from './book-words.js';
 import { ConfigBook } from './config-book.js';
-import type { KeeperDeps } from './config-keeper.js';
+import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';
 import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta } from './owned-meta.js';
 import { problem, type PassOutcome } from './pass-outcome.js';
@@ -49,7 +49,7 @@ interface Listed extends ConfigEntry {
   read: EntryRead | undefined; // undefined for a symlink (read through its target when needed)
 }
 
-export class OwnedConfig {
+export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
   readonly targets: SymlinkTargets;
   private readonly queue: CoalescingQueue;
   /** Per config its status, logged problem and retry; for the copy, our last write and the fight state. */
@@ -63,11 +63,7 @@ export class OwnedConfig {
   ) {
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir);
     this.book = new ConfigBook({ ...deps, now: deps.now ?? monotonicMs }, OWNED_WORDS, this);
-    this.queue = new CoalescingQueue(
-      () => this.sync().finally(() => deps.onPassDone?.()),
-      (_key, error) => this.book.failed(this.current ?? UNNAMED, error),
-      1,
-    );
+    this.queue = new CoalescingQueue(this, 1);
   }
 
   setNetDir(netDirOnDisk: string): void {
@@ -106,6 +102,20 @@ export class OwnedConfig {
   /** Every config status dropped: net.d was re-armed or lost, and the next sync sets them again. */
   clearStatuses(): void {
     this.book.clear();
+  }
+
+  /** The queue's: one sync (its one key). */
+  async runPass(): Promise<void> {
+    try {
+      await this.sync();
+    } finally {
+      this.deps.onPassDone?.();
+    }
+  }
+
+  /** The queue's: a sync threw; reported under the copy's name, or under UNNAMED before it has one. */
+  passFailed(_key: string, error: unknown): void {
+    this.book.failed(this.current ?? UNNAMED, error);
   }
 
   private async sync(): Promise<void> {

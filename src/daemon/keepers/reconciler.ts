@@ -19,11 +19,11 @@ import { withDirSync, type Dir } from '../../fs/dir.js';
 import { SharedDir } from '../../fs/shared-dir.js';
 import { isMissing } from '../../fs/errno.js';
 import { BytesInFlight } from './bytes-in-flight.js';
-import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from './coalescing-queue.js';
+import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassRunner } from './coalescing-queue.js';
 import { convertConf, type ConversionContext } from './conf-conversion.js';
 import { IN_PLACE_WORDS } from './book-words.js';
 import { ConfigBook, TRANSIENT_RETRY_MS } from './config-book.js';
-import type { KeeperDeps } from './config-keeper.js';
+import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';
 import { findDelegate, findLinked, findParked, notOurs, type Found, type Source, type SourceContext } from './config-sources.js';
 import { InPlaceWriter } from './in-place-write.js';
 import { listMetaDelegates, metaPluginReading } from './meta-delegates.js';
@@ -32,7 +32,7 @@ import { PrimaryScope } from './primary-scope.js';
 import { SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
 
-export class Reconciler {
+export class Reconciler implements ConfigKeeper, PassRunner<string> {
   readonly targets: SymlinkTargets;
   private readonly queue: CoalescingQueue;
   /** Per config its status, logged problem and retry; per file written our last write and fight state. */
@@ -64,12 +64,7 @@ export class Reconciler {
     this.conversion = { deps, book: this.book, targets: this.targets };
     this.sources = { deps, targets: this.targets };
     this.netDirHandle = new SharedDir(() => deps.root.openDir(deps.config.netDir, this.netDirOnDisk));
-    this.queue = new CoalescingQueue(
-      (name) => this.pass(name),
-      (name, error) => this.book.failed(name, error),
-      DEFAULT_PASS_CONCURRENCY,
-      () => this.inFlight.hasRoom,
-    );
+    this.queue = new CoalescingQueue(this, DEFAULT_PASS_CONCURRENCY);
   }
 
   /** net.d was re-resolved (re-created, or its path now leads elsewhere). */
@@ -151,10 +146,21 @@ export class Reconciler {
     return this.book.wroteBefore(fileKey);
   }
 
-  // A pass is a few async frames deep, not more: during a storm up to 128 are suspended at once
-  // while their writes run on the pool, long enough to outlive a scavenge, and each frame, promise
-  // and closure they hold is then copied and promoted (measured: docs/performance.md).
-  private async pass(name: string): Promise<void> {
+  /** The queue's: a pass threw (a write failed); the book reports it and retries a passing cause. */
+  passFailed(name: string, error: unknown): void {
+    this.book.failed(name, error);
+  }
+
+  /** The queue's: another pass may start while the running ones hold less than the bound (bytes-in-flight.ts). */
+  hasRoom(): boolean {
+    return this.inFlight.hasRoom;
+  }
+
+  // The queue's: one pass of config `name`. A pass is a few async frames deep, not more: during a
+  // storm up to 128 are suspended at once while their writes run on the pool, long enough to outlive
+  // a scavenge, and each frame, promise and closure they hold is then copied and promoted (measured:
+  // docs/performance.md).
+  async runPass(name: string): Promise<void> {
     try {
       if (!this.deps.isActive()) return;
       const lease = this.netDirHandle.acquire();

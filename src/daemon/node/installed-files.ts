@@ -7,7 +7,7 @@
 // one succeeds: the next event or resync tries again.
 import { errnoCode } from '../../fs/errno.js';
 import type { KubeconfigFile } from '../../kube/kubeconfig-file.js';
-import { CoalescingQueue } from '../keepers/coalescing-queue.js';
+import { CoalescingQueue, type PassRunner } from '../keepers/coalescing-queue.js';
 import type { Condition } from '../keepers/readiness.js';
 import type { ControllerDeps } from '../lifecycle/controller-deps.js';
 import { installBinaries } from './binaries.js';
@@ -23,31 +23,34 @@ export interface InstalledFilesDeps extends ControllerDeps {
   onBinaryBack: () => void;
 }
 
-export class InstalledFiles {
+export class InstalledFiles implements PassRunner<InstalledFile> {
   /** The names of the binaries installed from CONTAINER_CNI_BIN_DIR. */
   binaryNames: string[] = [];
   private readonly conditions: Record<InstalledFile, Condition>;
   /** The plugin's own binary is on the host as installed (plugin-binary.ts). */
   private readonly pluginBinary: Condition;
-  private readonly queue = new CoalescingQueue(
-    async (file: InstalledFile) => {
-      await (file === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries());
-      if (this.conditions[file].failing) {
-        this.conditions[file].clear();
-        this.deps.onConditionChange();
-      }
-    },
-    (file, err) => {
-      const code = errnoCode(err) ?? (err as Error).message;
-      this.conditions[file].set(file === 'kubeconfig' ? `cannot write the kubeconfig: ${code}` : `cannot install the plugin binaries: ${code}`);
-      this.deps.log.error({ code: errnoCode(err), err: (err as Error).message }, file === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed');
-      this.deps.onConditionChange();
-    },
-  );
+  private readonly queue: CoalescingQueue<InstalledFile> = new CoalescingQueue<InstalledFile>(this);
 
   constructor(private readonly deps: InstalledFilesDeps) {
     this.conditions = { kubeconfig: deps.readiness.condition('kubeconfig'), binaries: deps.readiness.condition('binaries') };
     this.pluginBinary = deps.readiness.condition('plugin-binary');
+  }
+
+  /** The queue's: the kubeconfig written, or the binaries checked and reinstalled where they changed. */
+  async runPass(file: InstalledFile): Promise<void> {
+    await (file === 'kubeconfig' ? this.writeKubeconfig() : this.checkBinaries());
+    if (this.conditions[file].failing) {
+      this.conditions[file].clear();
+      this.deps.onConditionChange();
+    }
+  }
+
+  /** The queue's: the write or the reinstall failed; its condition says why until one succeeds. */
+  passFailed(file: InstalledFile, err: unknown): void {
+    const code = errnoCode(err) ?? (err as Error).message;
+    this.conditions[file].set(file === 'kubeconfig' ? `cannot write the kubeconfig: ${code}` : `cannot install the plugin binaries: ${code}`);
+    this.deps.log.error({ code: errnoCode(err), err: (err as Error).message }, file === 'kubeconfig' ? 'writing kubeconfig failed' : 'reinstalling plugin binaries failed');
+    this.deps.onConditionChange();
   }
 
   /** Start step: copy the binaries; nothing is chained unless the plugin's own is there. */
