@@ -8,8 +8,7 @@
 //   (4) write     atomically relative to that directory (fs/atomic-write.ts), only on a change;
 //   (5) notify    every stage returns a PassOutcome (pass-outcome.ts), applied in one place by the
 //                 keeper's book (config-book.ts): the status on /readyz, a problem logged once, the
-//                 retry. A write also counts its metrics, and a symlink is re-created in net.d so that
-//                 the runtime sees its target change.
+//                 retry. The write step (in-place-write.ts) counts its metrics and touches symlinks.
 import { planPatch } from '../../cni/conflist.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { conflistName, isConfigName, isLibcniName, parkedLinkOriginal } from '../../cni/names.js';
@@ -45,10 +44,7 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
   private readonly writer: InPlaceWriter;
   private readonly netDirHandle: SharedDir;
   private readonly inFlight = new BytesInFlight();
-  /**
-   * Meta-plugin configs of net.d that delegate by path (name → path as written), kept from the
-   * passes; undefined until a conversion needs them after a scan (meta-delegates.ts).
-   */
+  /** Multus configs of net.d delegating by path (name -> path), kept by the passes once a conversion asks (meta-delegates.ts). */
   private metaDelegates: Map<string, string> | undefined;
 
   constructor(
@@ -151,7 +147,7 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
     this.book.failed(name, error);
   }
 
-  /** The queue's: another pass may start while the running ones hold less than the bound (bytes-in-flight.ts). */
+  /** The queue's: room for another pass while those running hold less than the bound (bytes-in-flight.ts). */
   hasRoom(): boolean {
     return this.inFlight.hasRoom;
   }
@@ -219,11 +215,9 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
   private patchFound(netDir: Dir, name: string, found: Found | PassOutcome): PassOutcome | Promise<PassOutcome> {
     if (found.kind !== 'found') return found;
     const { source, read } = found;
-    const close = () => {
-      if (source.dir !== netDir) source.dir.close();
-    };
-    // An async function never throws: its errors reject the promise, after which the close runs.
-    return this.patch(netDir, name, source, read).finally(close);
+    const patching = this.patch(netDir, name, source, read);
+    // Closed once the patch settles (an async function never throws: its errors reject the promise).
+    return source.dir === netDir ? patching : patching.finally(() => source.dir.close());
   }
 
   /** Steps (2) to (4) for one file: its read checked, the decision, and the write if one is due. */
