@@ -4,14 +4,12 @@
 // newer instance that takes the node over, takes them back with the node, and closes them last.
 import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
-import type { ReadinessReport } from '../keepers/readiness.js';
 import type { HealthPort } from './health-port.js';
+import type { HealthSource } from './health-server.js';
 import type { Metrics } from './metrics.js';
 
 /** What the probes answer from, and whether another instance may hold the ports. */
-export interface ProbeSource {
-  alive(): boolean;
-  readiness(): ReadinessReport;
+export interface ProbeSource extends HealthSource {
   /** True when another live instance owns the node (during an upgrade it holds the ports). */
   ownerMayHoldPort(): boolean;
 }
@@ -43,11 +41,10 @@ export class Probes {
     const { config, metrics, log } = this;
     if (config.healthPort === 0) return;
     const [{ HealthServer }, { HealthPort }] = await Promise.all([import('./health-server.js'), import('./health-port.js')]);
-    const answers = { alive: () => source.alive(), readiness: () => source.readiness() };
     const ownerMayHoldPort = () => source.ownerMayHoldPort();
-    this.ports = [new HealthPort(new HealthServer(answers, metrics, log), config.healthPort, config.healthHost, log, ownerMayHoldPort, 'HEALTH_PORT')];
+    this.ports = [new HealthPort(new HealthServer(source, metrics, log), config.healthPort, config.healthHost, log, ownerMayHoldPort, 'HEALTH_PORT')];
     if (config.metricsPort !== 0) {
-      this.ports.push(new HealthPort(new HealthServer(answers, metrics, log, undefined, 'metrics'), config.metricsPort, config.metricsHost, log, ownerMayHoldPort, 'METRICS_PORT'));
+      this.ports.push(new HealthPort(new HealthServer(source, metrics, log, undefined, 'metrics'), config.metricsPort, config.metricsHost, log, ownerMayHoldPort, 'METRICS_PORT'));
     }
     for (const port of this.ports) {
       try {

@@ -216,11 +216,11 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
 
     const digest = sha256(bytes);
     const current = readEntry(dir, ownedName, this.deps.config.maxConfigBytes);
-    const inPlace = current.kind === 'file' && sha256(current.bytes) === digest && sameOwner(current.stat, owner);
-    if (inPlace) return { kind: 'written', fileKey: ownedName };
+    const currentDigest = current.kind === 'file' ? sha256(current.bytes) : undefined;
+    if (currentDigest === digest && current.kind === 'file' && sameOwner(current.stat, owner)) return { kind: 'written', fileKey: ownedName };
     // Our copy is missing or not what we wrote: when we wrote it moments ago, somebody reverted it in
     // reaction to our write (a fight).
-    const reverted = this.book.wroteBefore(ownedName) && !(current.kind === 'file' && this.book.holdsOurWrite(ownedName, sha256(current.bytes)));
+    const reverted = this.book.wroteBefore(ownedName) && !(currentDigest !== undefined && this.book.holdsOurWrite(ownedName, currentDigest));
     const backoff = this.book.beforeRewrite(ownedName, ownedName, reverted);
     if (backoff !== undefined) return backoff;
     const result = await writeFileAtomic(dir, ownedName, bytes, { ...owner, noReplace: current.kind === 'missing' });

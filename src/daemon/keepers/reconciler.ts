@@ -261,7 +261,8 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
       if (plan.action === 'refuse') return problem('error', plan.reason);
       if (plan.action === 'delegates') {
         if (source.metaDelegate === true) return problem('error', delegationProblem.nested);
-        return this.patchFound(netDir, name, findDelegate(this.sources, name, plan.delegation));
+        // Awaited here, inside the hold: the meta config's bytes stay counted while its delegate is written.
+        return await this.patchFound(netDir, name, findDelegate(this.sources, name, plan.delegation));
       }
       if (plan.action === 'none') return CHAINED;
       // Never chain without the plugin's binary (plugin-binary.ts): the pod would fail, or start
