@@ -10,9 +10,34 @@ const LIBCNI_EXTENSIONS = ['.conf', '.conflist', '.json'];
 /** True when `name` counts as a CNI config (docs/design.md, Which files). Case-insensitive suffixes. */
 export function isConfigName(name: string, suffixes: readonly string[]): boolean {
   if (name.startsWith('.')) return false;
-  const lower = name.toLowerCase();
-  if (NOT_A_CONFIG_SUFFIXES.some((s) => lower.endsWith(s))) return false;
-  return suffixes.some((s) => lower.endsWith(s) && lower.length > s.length);
+  // Every event of a storm asks, some twice: an ASCII name (nearly all) is compared in place, without
+  // the lower-case copy. Any other goes through toLowerCase, which may change its length (U+0130).
+  const lower = isAscii(name) ? name : name.toLowerCase();
+  const lowered = lower !== name;
+  for (let i = 0; i < NOT_A_CONFIG_SUFFIXES.length; i++) if (endsWithLower(lower, lowered, NOT_A_CONFIG_SUFFIXES[i]!)) return false;
+  for (let i = 0; i < suffixes.length; i++) if (endsWithLower(lower, lowered, suffixes[i]!) && lower.length > suffixes[i]!.length) return true;
+  return false;
+}
+
+/** `name` lower-cased ends with `suffix`: `name` is either lower-cased already or ASCII. */
+function endsWithLower(name: string, lowered: boolean, suffix: string): boolean {
+  return lowered ? name.endsWith(suffix) : endsWithAsciiLowered(name, suffix);
+}
+
+function isAscii(name: string): boolean {
+  for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/** name.toLowerCase().endsWith(suffix), for an ASCII `name`. */
+function endsWithAsciiLowered(name: string, suffix: string): boolean {
+  const at = name.length - suffix.length;
+  if (at < 0) return false;
+  for (let i = 0; i < suffix.length; i++) {
+    const c = name.charCodeAt(at + i);
+    if ((c >= 0x41 && c <= 0x5a ? c | 0x20 : c) !== suffix.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 /**

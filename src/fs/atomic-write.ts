@@ -160,24 +160,38 @@ function tempFor(name: string, options: AtomicWriteOptions): string {
   return tempNameFor(name, options.expect === undefined ? 'new' : (options.expectHash ?? contentHash(options.expect)));
 }
 
-/** writeFileAtomic of bytes: one native call, directory fsync included. */
-async function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
+/**
+ * writeFileAtomic of bytes: one native call, directory fsync included. Not an async function: a
+ * storm's writes wait on the pool together, and a suspended frame each would outlive a scavenge
+ * (docs/performance.md); the landing is one continuation instead.
+ */
+function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
   const { expect } = options;
   const landing = options.noReplace === true ? LANDING.noReplace : expect === undefined ? LANDING.rename : exchangeSupported ? LANDING.exchange : undefined;
   if (landing === undefined) {
     // No RENAME_EXCHANGE here (found out earlier): the step-by-step path re-checks and renames.
-    const made = await createTemp(dir, name, bytes, options);
-    return landTemp(dir, made, name, options, bytes);
+    return writeInSteps(dir, name, bytes, options, bytes);
   }
-  const tmp = tempFor(name, options);
-  const ids = ownerIds(options);
-  const xattrs = (options.xattrs ?? []).map(([key, value]) => ({ name: key, value, optional: OPTIONAL_XATTR.test(key) }));
-  let result: ReplaceOutcome;
+  let tmp: string;
+  let replacing: Promise<ReplaceOutcome>;
   try {
-    result = await replaceEntry({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect });
+    tmp = tempFor(name, options);
+    const ids = ownerIds(options);
+    const xattrs = (options.xattrs ?? []).map(([key, value]) => ({ name: key, value, optional: OPTIONAL_XATTR.test(key) }));
+    replacing = replaceEntry({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect });
   } catch (err) {
-    throw dir.naming(name, err);
+    return Promise.reject(err); // as from an async function: writeFileAtomic never throws
   }
+  return replacing.then(
+    (result) => afterReplace(dir, tmp, name, bytes, options, result),
+    (err: unknown) => {
+      throw dir.naming(name, err);
+    },
+  );
+}
+
+/** What a replacement's landing means for the write (native/entry_replace.cc reports it). */
+function afterReplace(dir: Dir, tmp: string, name: string, bytes: Buffer, options: AtomicWriteOptions, result: ReplaceOutcome): WriteResult | Promise<WriteResult> {
   switch (result) {
     case 'stale':
       return 'stale';

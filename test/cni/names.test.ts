@@ -30,6 +30,30 @@ describe('isConfigName', () => {
     expect(isConfigName('05-cilium.conflist-current', [...DEFAULT, '.conflist-current'])).toBe(true);
   });
 
+  // The matching as written in the design (lower-case the name, then compare suffixes): the fast
+  // path for ASCII names must agree with it on every name, ASCII or not.
+  const byLowerCase = (name: string, suffixes: readonly string[]) => {
+    if (name.startsWith('.')) return false;
+    const lower = name.toLowerCase();
+    if (['~', '.swp', '.tmp', '.bak', '.cilium_bak'].some((s) => lower.endsWith(s))) return false;
+    return suffixes.some((s) => lower.endsWith(s) && lower.length > s.length);
+  };
+
+  it('agrees with lower-casing the whole name, for any name and suffixes', () => {
+    const tail = fc.constantFrom('.conf', '.CONFLIST', '.Json', '.conflist-current', '.bak', '~', '\u0130.conf', '.con\u212a', '');
+    const suffix = fc.constantFrom('.conflist', '.conf', '.json', '.conflist-current', '.k', '.i\u0307.conf', 'a');
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom('a', 'Z', '.', '-', '\u0130', '\u212a', 'é', '0') }), tail, fc.array(suffix, { maxLength: 4 }), (stem, end, suffixes) => {
+        const name = stem + end;
+        expect(isConfigName(name, suffixes)).toBe(byLowerCase(name, suffixes));
+      }),
+      { numRuns: 5000 },
+    );
+    // U+0130 lower-cases to two characters: the length rule must count the lower-cased name.
+    expect(isConfigName('\u0130.conf', ['.i\u0307.conf'])).toBe(false);
+    expect(isConfigName('x\u0130.conf', ['.conf'])).toBe(true);
+  });
+
   it('never matches our own temporary names, whatever the file is called', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1 }).filter((s) => !s.includes('/')), (name) => {

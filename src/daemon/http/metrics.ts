@@ -56,8 +56,13 @@ export class Timings {
   }
 
   observe(value: number): void {
-    const i = this.buckets.findIndex((le) => value <= le);
-    if (i >= 0) this.counts[i]!++;
+    // A loop, not findIndex: its callback would be allocated for every patch of a storm.
+    for (let i = 0; i < this.buckets.length; i++) {
+      if (value <= this.buckets[i]!) {
+        this.counts[i]!++;
+        break;
+      }
+    }
     this.sum += value;
     this.count++;
   }

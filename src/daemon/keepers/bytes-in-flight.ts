@@ -22,4 +22,21 @@ export class BytesInFlight {
   release(bytes: number): void {
     this.held -= bytes;
   }
+
+  /**
+   * `bytes` held until `outcome` settles: a pass whose decision is there at once held them only
+   * while it ran synchronously, when no other pass can start. A continuation rather than an async
+   * function: a storm's suspended frames would outlive a scavenge (docs/performance.md).
+   */
+  holdUntil<T>(bytes: number, outcome: T | Promise<T>): T | Promise<T> {
+    if (!(outcome instanceof Promise)) return outcome;
+    this.hold(bytes);
+    return outcome.then(
+      (value) => (this.release(bytes), value),
+      (err: unknown) => {
+        this.release(bytes);
+        throw err;
+      },
+    );
+  }
 }

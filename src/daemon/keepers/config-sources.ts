@@ -107,3 +107,20 @@ function found(source: Source, maxBytes: number): Found {
     throw err;
   }
 }
+
+/** The outcome of a read that found no file to patch behind a source. */
+export function unreadable(read: Exclude<EntryRead, { kind: 'file' }>, source: Source, maxConfigBytes: number): PassOutcome {
+  switch (read.kind) {
+    case 'missing':
+      return UNCHANGED; // removed meanwhile: its own event follows
+    case 'symlink':
+      // The target was swapped for a link after we resolved it: resolve again shortly.
+      return problem('dangling', 'symlink target changed while it was being read', TRANSIENT_RETRY_MS);
+    case 'not-regular':
+      return problem('not-regular', `${source.linkText === undefined ? 'not' : 'symlink target is not'} a regular file`);
+    case 'too-large':
+      // Extended attributes the agent cannot copy whole would be lost by a rewrite: left as it is.
+      if (read.xattrsOver === true) return problem('too-large', 'its extended attributes are over the 64 KiB cni-chainer reads and copies');
+      return problem('too-large', `${read.size} bytes, over MAX_CONFIG_BYTES (${maxConfigBytes})`);
+  }
+}

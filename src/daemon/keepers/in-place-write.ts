@@ -2,7 +2,7 @@
 // lives (fs/atomic-write.ts), through a spare when one is ready (spares.ts), and what a write changes
 // beside the file: the book's record of it, the metrics, one log line per burst, the symlink in net.d
 // re-created so that the runtime sees its target change.
-import { landTemp, writeFileAtomic } from '../../fs/atomic-write.js';
+import { landTemp, writeFileAtomic, type WriteResult } from '../../fs/atomic-write.js';
 import type { FileOwner } from '../../fs/bounded-read.js';
 import { contentHashOfDigest, sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
@@ -11,7 +11,7 @@ import { BurstLog } from './burst-log.js';
 import type { ConfigBook } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
 import type { Source } from './config-sources.js';
-import type { PassOutcome } from './pass-outcome.js';
+import { AGAIN, type PassOutcome } from './pass-outcome.js';
 import { Spares } from './spares.js';
 
 /** One decided write. */
@@ -46,25 +46,38 @@ export class InPlaceWriter {
     this.burst = new BurstLog((count, sample) => deps.log.info({ count, files: sample }, 'chained plugin into configs'));
   }
 
-  async write(job: PatchJob): Promise<PassOutcome> {
-    const { netDir, name, source, fileKey, content, digest, bytes, owner, since, rewrite } = job;
+  // Not an async function: during a storm up to 128 writes wait on the pool at once, and each
+  // suspended frame outlives a scavenge and is promoted (docs/performance.md). A write is one
+  // continuation on the landing's promise instead.
+  write(job: PatchJob): Promise<PassOutcome> {
     // A file outside net.d is recorded before it is chained (chained-targets.ts).
+    const { source, fileKey } = job;
     const target = source.linkText === undefined && source.metaDelegate !== true ? undefined : this.deps.root.fromDisk(fileKey);
-    if (target !== undefined) await this.deps.recordTarget?.(target);
+    const recording = target === undefined ? undefined : this.deps.recordTarget?.(target);
+    return recording === undefined ? this.land(job, target) : recording.then(() => this.land(job, target));
+  }
+
+  private land(job: PatchJob, target: string | undefined): Promise<PassOutcome> {
+    const { source, fileKey, content, digest, bytes, owner } = job;
     const spare = this.spares.take(fileKey, source.dir, digest, bytes);
     const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
-    const result = spare !== undefined ? await landTemp(source.dir, spare, source.name, options, bytes) : await writeFileAtomic(source.dir, source.name, bytes, options);
+    const landing = spare !== undefined ? landTemp(source.dir, spare, source.name, options, bytes) : writeFileAtomic(source.dir, source.name, bytes, options);
+    return landing.then((result) => this.landed(job, target, spare !== undefined, result));
+  }
+
+  private landed(job: PatchJob, target: string | undefined, usedSpare: boolean, result: WriteResult): PassOutcome {
+    const { netDir, name, source, fileKey, content, digest, bytes, owner, since, rewrite } = job;
     if (result === 'stale') {
       // A newer write landed while we patched: never overwrite it; look again.
       this.deps.metrics.staleWrites.inc();
-      return { kind: 'again' };
+      return AGAIN;
     }
     this.book.wrote(fileKey, sha256(bytes));
     this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - since) / 1e9);
     this.deps.metrics.patches.inc();
     // One line per file at debug; at info, one summary per burst (a storm of 1,000 configs would
     // otherwise cost 1,000 synchronous log writes on the hot path).
-    this.deps.log.debug({ file: name, target, spare: spare !== undefined }, 'chained plugin into config');
+    this.deps.log.debug({ file: name, target, spare: usedSpare }, 'chained plugin into config');
     this.burst.add(name);
     if (source.linkText !== undefined && source.dir.disk !== netDir.disk) {
       // The runtime watches net.d only: re-create the link so it sees the change.

@@ -21,9 +21,9 @@ import { BytesInFlight } from './bytes-in-flight.js';
 import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassRunner } from './coalescing-queue.js';
 import { convertConf, type ConversionContext } from './conf-conversion.js';
 import { IN_PLACE_WORDS } from './book-words.js';
-import { ConfigBook, TRANSIENT_RETRY_MS } from './config-book.js';
+import { ConfigBook } from './config-book.js';
 import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';
-import { findDelegate, findLinked, findParked, notOurs, type Found, type Source, type SourceContext } from './config-sources.js';
+import { findDelegate, findLinked, findParked, notOurs, unreadable, type Found, type Source, type SourceContext } from './config-sources.js';
 import { InPlaceWriter } from './in-place-write.js';
 import { listMetaDelegates, metaPluginReading } from './meta-delegates.js';
 import { CHAINED, GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcome.js';
@@ -152,10 +152,10 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
     return this.inFlight.hasRoom;
   }
 
-  // The queue's: one pass of config `name`. A pass is a few async frames deep, not more: during a
-  // storm up to 128 are suspended at once while their writes run on the pool, long enough to outlive
-  // a scavenge, and each frame, promise and closure they hold is then copied and promoted (measured:
-  // docs/performance.md).
+  // The queue's: one pass of config `name`. Its only async frame: during a storm up to 128 passes
+  // wait at once while their writes run on the pool, long enough to outlive a scavenge, and every
+  // frame, promise and closure they hold is then copied and promoted. The stages below return an
+  // outcome, or one promise of it (measured: docs/performance.md).
   async runPass(name: string): Promise<void> {
     try {
       if (!this.deps.isActive()) return;
@@ -215,86 +215,80 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
   private patchFound(netDir: Dir, name: string, found: Found | PassOutcome): PassOutcome | Promise<PassOutcome> {
     if (found.kind !== 'found') return found;
     const { source, read } = found;
-    const patching = this.patch(netDir, name, source, read);
-    // Closed once the patch settles (an async function never throws: its errors reject the promise).
-    return source.dir === netDir ? patching : patching.finally(() => source.dir.close());
+    if (source.dir === netDir) return this.patch(netDir, name, source, read);
+    // The directory opened for it is closed once the outcome is there, however it ends.
+    let patching: PassOutcome | Promise<PassOutcome>;
+    try {
+      patching = this.patch(netDir, name, source, read);
+    } finally {
+      if (!(patching! instanceof Promise)) source.dir.close();
+    }
+    return patching instanceof Promise ? patching.finally(() => source.dir.close()) : patching;
   }
 
   /** Steps (2) to (4) for one file: its read checked, the decision, and the write if one is due. */
-  private async patch(netDir: Dir, name: string, source: Source, read: EntryRead): Promise<PassOutcome> {
+  private patch(netDir: Dir, name: string, source: Source, read: EntryRead): PassOutcome | Promise<PassOutcome> {
     const since = this.book.takeFirstEvent(name);
-    const { plugin, config } = this.deps;
-    switch (read.kind) {
-      case 'missing':
-        return UNCHANGED; // removed meanwhile: its own event follows
-      case 'symlink':
-        // The target was swapped for a link after we resolved it: resolve again shortly.
-        return problem('dangling', 'symlink target changed while it was being read', TRANSIENT_RETRY_MS);
-      case 'not-regular':
-        return problem('not-regular', `${source.linkText === undefined ? 'not' : 'symlink target is not'} a regular file`);
-      case 'too-large':
-        // Extended attributes the agent cannot copy whole would be lost by a rewrite: left as it is.
-        if (read.xattrsOver === true) return problem('too-large', 'its extended attributes are over the 64 KiB cni-chainer reads and copies');
-        return problem('too-large', `${read.size} bytes, over MAX_CONFIG_BYTES (${config.maxConfigBytes})`);
-    }
-    // (3) decide. The content and its patched copy count against the bytes in flight until the write is done.
+    if (read.kind !== 'file') return unreadable(read, source, this.deps.config.maxConfigBytes);
+    // The content and its patched copy count against the bytes in flight until the write is done;
+    // xattrs too: a read holds their values until the write has copied them.
+    let held = 2 * read.bytes.length;
+    for (let i = 0; i < read.xattrs.length; i++) held += read.xattrs[i]![1].length;
+    return this.inFlight.holdUntil(held, this.decide(netDir, name, source, read, since));
+  }
+
+  /** (3) decide, and (4) the write if one is due: the outcome, or a promise of it while writes run. */
+  private decide(netDir: Dir, name: string, source: Source, read: EntryRead & { kind: 'file' }, since: bigint): PassOutcome | Promise<PassOutcome> {
+    const { plugin } = this.deps;
     const content = read.bytes;
     const fileKey = `${source.dir.disk}/${source.name}`;
     this.book.fileIsThere(fileKey);
-    // Xattrs count too: a read holds their values until the write has copied them.
-    let held = 2 * content.length;
-    for (const [, value] of read.xattrs) held += value.length;
-    this.inFlight.hold(held);
-    try {
-      const digest = sha256(content);
-      if (this.book.holdsOurWrite(fileKey, digest)) return { kind: 'written', fileKey }; // the event of our own write
+    const digest = sha256(content);
+    if (this.book.holdsOurWrite(fileKey, digest)) return { kind: 'written', fileKey }; // the event of our own write
 
-      const plan = planPatch(content, plugin);
-      if (this.metaDelegates !== undefined && source.metaDelegate !== true && source.dir.disk === netDir.disk) {
-        if (plan.action === 'delegates' && plan.delegation.kind === 'path') this.metaDelegates.set(name, plan.delegation.path);
-        else this.metaDelegates.delete(name);
-      }
-      // A regular file in net.d leads nowhere else (a meta-plugin's pass says where it delegates).
-      if (source.linkText === undefined && source.metaDelegate !== true && plan.action !== 'delegates') this.targets.remove(name);
-      // Half-written or broken: left as it is; the write that completes it brings another event.
-      if (plan.action === 'invalid') return problem('invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`);
-      if (plan.action === 'refuse') return problem('error', plan.reason);
-      if (plan.action === 'delegates') {
-        if (source.metaDelegate === true) return problem('error', delegationProblem.nested);
-        // Awaited here, inside the hold: the meta config's bytes stay counted while its delegate is written.
-        return await this.patchFound(netDir, name, findDelegate(this.sources, name, plan.delegation));
-      }
-      if (plan.action === 'none') return CHAINED;
-      // Never chain without the plugin's binary (plugin-binary.ts): the pod would fail, or start
-      // unmeshed. The reinstall that brings it back rescans.
-      const noBinary = this.deps.binary.problem();
-      if (noBinary !== undefined) return problem('no-binary', noBinary);
-      // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
-      const rewrittenAfterOurPatch = this.book.wroteBefore(fileKey);
-      const backoff = this.book.beforeRewrite(name, fileKey, rewrittenAfterOurPatch);
-      if (backoff !== undefined) return backoff;
-
-      const owner = ownerOf(read);
-      // A single-plugin config becomes a conflist of the same stem; any other keeps its name.
-      const destName = plan.upgraded ? conflistName(parkedLinkOriginal(name) ?? name) : name;
-      if (plan.upgraded && destName === name) {
-        // libcni matches `.conf` case-sensitively: the runtime never loads `X.CONF`, and a conversion
-        // would turn it into the `.conflist` it loads first. Left as it is, and harmless as it is.
-        return quiet('not-loaded', 'a single-plugin config the runtime does not load (libcni matches .conf, .conflist and .json case-sensitively): left as it is');
-      }
-      if (destName !== name) {
-        // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
-        this.metaDelegates ??= listMetaDelegates(this.deps, netDir);
-        const readBy = source.metaDelegate === true ? name : metaPluginReading(this.deps, this.metaDelegates, netDir, source);
-        if (readBy !== undefined) {
-          return problem('error', `${readBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
-        }
-        return await convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
-      }
-      // (4) write
-      return await this.writer.write({ netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch });
-    } finally {
-      this.inFlight.release(held);
+    const plan = planPatch(content, plugin);
+    if (this.metaDelegates !== undefined && source.metaDelegate !== true && source.dir.disk === netDir.disk) {
+      if (plan.action === 'delegates' && plan.delegation.kind === 'path') this.metaDelegates.set(name, plan.delegation.path);
+      else this.metaDelegates.delete(name);
     }
+    // A regular file in net.d leads nowhere else (a meta-plugin's pass says where it delegates).
+    if (source.linkText === undefined && source.metaDelegate !== true && plan.action !== 'delegates') this.targets.remove(name);
+    // Half-written or broken: left as it is; the write that completes it brings another event.
+    if (plan.action === 'invalid') return problem('invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`);
+    if (plan.action === 'refuse') return problem('error', plan.reason);
+    if (plan.action === 'delegates') {
+      if (source.metaDelegate === true) return problem('error', delegationProblem.nested);
+      // Inside the hold (patch): the meta config's bytes stay counted while its delegate is written.
+      return this.patchFound(netDir, name, findDelegate(this.sources, name, plan.delegation));
+    }
+    if (plan.action === 'none') return CHAINED;
+    // Never chain without the plugin's binary (plugin-binary.ts): the pod would fail, or start
+    // unmeshed. The reinstall that brings it back rescans.
+    const noBinary = this.deps.binary.problem();
+    if (noBinary !== undefined) return problem('no-binary', noBinary);
+    // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
+    const rewrittenAfterOurPatch = this.book.wroteBefore(fileKey);
+    const backoff = this.book.beforeRewrite(name, fileKey, rewrittenAfterOurPatch);
+    if (backoff !== undefined) return backoff;
+
+    const owner = ownerOf(read);
+    // A single-plugin config becomes a conflist of the same stem; any other keeps its name.
+    const destName = plan.upgraded ? conflistName(parkedLinkOriginal(name) ?? name) : name;
+    if (plan.upgraded && destName === name) {
+      // libcni matches `.conf` case-sensitively: the runtime never loads `X.CONF`, and a conversion
+      // would turn it into the `.conflist` it loads first. Left as it is, and harmless as it is.
+      return quiet('not-loaded', 'a single-plugin config the runtime does not load (libcni matches .conf, .conflist and .json case-sensitively): left as it is');
+    }
+    if (destName !== name) {
+      // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
+      this.metaDelegates ??= listMetaDelegates(this.deps, netDir);
+      const readBy = source.metaDelegate === true ? name : metaPluginReading(this.deps, this.metaDelegates, netDir, source);
+      if (readBy !== undefined) {
+        return problem('error', `${readBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
+      }
+      return convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
+    }
+    // (4) write
+    return this.writer.write({ netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch });
   }
 }

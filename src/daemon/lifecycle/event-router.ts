@@ -46,7 +46,10 @@ export class EventRouter {
     this.ownRenames.observe(events);
     const netDirDisk = netDir.disk;
     const binDirOnDisk = this.deps.binDirOnDisk();
-    for (const event of events) {
+    // Indexed: a for-of allocates an iterator result per event until the optimizing compiler has
+    // this function, and a storm's ten events per file come before it does (measured: ~1 KiB per file).
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!;
       metrics.countEvent(event.kind);
       if (this.ownRenames.isOwn(event)) continue;
       if (event.kind === 'overflow') {

@@ -25,7 +25,8 @@ export class OwnRenames {
 
   /** Notes the cookies of `events` that have one of our temp names on one side. */
   observe(events: readonly WatchEvent[]): void {
-    for (const event of events) {
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!;
       if (!isRename(event) || !isOwnTempName(event.name)) continue;
       if (this.current.size >= GENERATION) {
         this.previous = this.current;
