@@ -220,10 +220,13 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
     let patching: PassOutcome | Promise<PassOutcome>;
     try {
       patching = this.patch(netDir, name, source, read);
-    } finally {
-      if (!(patching! instanceof Promise)) source.dir.close();
+    } catch (err) {
+      source.dir.close();
+      throw err;
     }
-    return patching instanceof Promise ? patching.finally(() => source.dir.close()) : patching;
+    if (patching instanceof Promise) return patching.finally(() => source.dir.close());
+    source.dir.close();
+    return patching;
   }
 
   /** Steps (2) to (4) for one file: its read checked, the decision, and the write if one is due. */

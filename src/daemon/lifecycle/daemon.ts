@@ -29,7 +29,7 @@ import { NetDirWatch } from './net-dir-watch.js';
 import { NodeScan } from './node-scan.js';
 import { Ownership } from './ownership.js';
 import { OwnershipRole } from './ownership-role.js';
-import { PhaseState, type Phase } from './phase.js';
+import { PhaseState } from './phase.js';
 import { ReadinessReporter } from './readiness-reporter.js';
 import { MemoryReturn } from './memory-return.js';
 import { leaveNode, type StopResult } from './leave-node.js';
@@ -38,7 +38,6 @@ import { runStep } from './start-step.js';
 import { optimizeHeapForSize } from '../../memory-flags.js';
 import type { Probes } from '../http/probes.js';
 
-export type { Phase } from './phase.js';
 export { StartStepError } from './start-step.js';
 export type { StopResult } from './leave-node.js';
 
@@ -141,25 +140,13 @@ export class Daemon {
     });
   }
 
-  get phase(): Phase {
-    return this.phaseState.current;
-  }
-
   get instance(): string {
     return this.ownership.record.instance;
   }
 
   /** For /healthz: the watch on net.d (or on the path to it) is live, and we are not stopping. */
-  get watching(): boolean {
+  private get watching(): boolean {
     return this.phaseState.running && this.netDir.live;
-  }
-
-  /**
-   * True when this instance took the node over from a live one at start, or another live instance
-   * owns it now: either may still hold the health port we share on the host.
-   */
-  anotherInstanceMayHoldPort(): boolean {
-    return this.role.anotherInstanceMayHoldPort();
   }
 
   /**
@@ -293,7 +280,7 @@ export class Daemon {
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
-  updateReadiness(): void {
+  private updateReadiness(): void {
     this.reporter.update();
   }
 }
