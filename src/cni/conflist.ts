@@ -31,7 +31,10 @@ export function chainState(config: ScannedConfig, plugin: ChainedPlugin): ChainS
 function whitespaceBefore(bytes: Buffer, at: number): string {
   let i = at;
   while (i > 0 && (bytes[i - 1] === 0x20 || bytes[i - 1] === 0x0a || bytes[i - 1] === 0x0d || bytes[i - 1] === 0x09)) i--;
-  return bytes.subarray(i, at).toString('latin1');
+  // Decoded in place, not through a subarray: the optimized code of a subarray embeds a Buffer map,
+  // which a full collection between two storms clears, and V8 then threw this code away and compiled
+  // it again in every storm (--trace-deopt: "embedded weak objects cleared"; docs/performance.md).
+  return bytes.toString('latin1', i, at);
 }
 
 /**

@@ -4,6 +4,7 @@
 // redirect the operation anywhere else (docs/design.md, Writing).
 import { isUtf8 } from 'node:buffer';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, type Stats } from 'node:fs';
+import { keepHiddenClass } from '../hidden-classes.js';
 import { TurnMemo } from '../turn-memo.js';
 import { SYSCALL } from '../native/addon.js';
 import { fsCalls } from '../native/fs-calls.js';
@@ -157,6 +158,10 @@ export class Dir {
     closeSync(this.fd);
   }
 }
+
+// Every Dir is closed and collected between two storms: keep the hidden class (hidden-classes.ts). It
+// is never opened, and never closed.
+keepHiddenClass(new Dir(-1, ''));
 
 /** Runs `fn` with `dir`, closing it afterwards whatever happens. */
 export function withDirSync<T>(dir: Dir, fn: (dir: Dir) => T): T {

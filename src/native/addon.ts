@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { keepHiddenClass } from '../hidden-classes.js';
 
 export interface InotifyWatcherHandle {
   /** The watch descriptor of the directory given to the constructor. */
@@ -148,6 +149,9 @@ export type InotifyColumnsWatcher = new (path: string, mask: number, onEvents: E
  * syscalls' flags (SYSCALL).
  */
 export const addon: NativeAddon = load();
+// Every Buffer the addon makes (a read's bytes, an xattr's value) has one hidden class: Node sets its
+// prototype after V8 made it. None lives between two storms; keep one (hidden-classes.ts).
+keepHiddenClass(addon.getrandom(1));
 /** inotify's event masks. */
 export const IN: InotifyMasks = addon.constants;
 /** The rename, resolve, at and open flags of the addon's syscalls. */
