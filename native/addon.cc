@@ -11,6 +11,7 @@
 #include "entry_io.h"
 #include "exit_now.h"
 #include "malloc_trim.h"
+#include "memory_pressure.h"
 #include "fs_at.h"
 #include "owner_lock.h"
 #include "random.h"
@@ -76,6 +77,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("flockWait", Napi::Function::New(env, FlockWait, "flockWait"));
   exports.Set("exitNow", Napi::Function::New(env, ExitNow, "exitNow"));
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
+  exports.Set("collectGarbageForMemory", Napi::Function::New(env, CollectGarbageForMemory, "collectGarbageForMemory"));
   exports.Set("constants", Constants(env));
   return exports;
 }

@@ -118,6 +118,8 @@ export interface NativeAddon {
   exitNow(code: number): never;
   /** glibc's malloc_trim(0): free malloc memory back to the kernel (native/malloc_trim.h). */
   mallocTrim(): boolean;
+  /** V8's memory-reducing full collection, now, on this thread (native/memory_pressure.h). */
+  collectGarbageForMemory(): void;
   constants: InotifyMasks & SyscallFlags;
 }
 

@@ -76,3 +76,37 @@ describe('mallocTrim (the addon, real glibc)', () => {
     expect(full - trimmed).toBeGreaterThan(48);
   });
 });
+
+describe('collectGarbageForMemory (the addon, real V8)', () => {
+  // A young generation grown by batches of objects that outlive a scavenge or two, as a storm's
+  // passes in flight do; then each way of collecting, in a process of its own.
+  const script = (collect: string) => `
+    const addon = require(${JSON.stringify(addonFile)});
+    const v8 = require('v8');
+    const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576;
+    let kept = [];
+    for (let round = 0; round < 200; round++) {
+      kept.push(Array.from({ length: 5000 }, (_, i) => ({ i, s: 'x' + i })));
+      if (kept.length > 8) kept.shift();
+    }
+    kept = [];
+    const grown = young();
+    const used = process.memoryUsage().heapUsed;
+    ${collect};
+    console.log(JSON.stringify({ grown, after: young(), freedMiB: (used - process.memoryUsage().heapUsed) / 1048576 }));`;
+  const run = async (collect: string) => {
+    const result = await runProcess(process.execPath, ['--expose-gc', '-e', script(collect)]);
+    expect(result.code, result.stderr).toBe(0);
+    return JSON.parse(result.stdout) as { grown: number; after: number; freedMiB: number };
+  };
+
+  it('collects the heap and shrinks the young generation back, where gc() leaves it grown', async () => {
+    const pressure = await run('addon.collectGarbageForMemory()');
+    expect(pressure.grown).toBeGreaterThan(2);
+    expect(pressure.freedMiB).toBeGreaterThan(1);
+    expect(pressure.after).toBeLessThanOrEqual(1);
+    const forced = await run('gc()');
+    expect(forced.freedMiB).toBeGreaterThan(1);
+    expect(forced.after).toBe(forced.grown);
+  });
+});

@@ -1,14 +1,11 @@
 // Gives the memory a burst of work freed back (docs/performance.md, The targets as restated): V8's
-// heap once the burst is over (fullGc, below), and glibc's arenas to the kernel. glibc keeps
+// heap once the burst is over (collect, below), and glibc's arenas to the kernel. glibc keeps
 // freed malloc memory in its arenas, and raises its own thresholds after large frees (mallopt(3),
 // dynamic adjustment), so a storm's buffers would stay resident, and count in the pod's working set,
 // until the next one reuses them. Once at start and once after each burst of passes, when the node
 // has been quiet for a moment (250 ms), the agent asks for it back (native/malloc_trim.h). Quiet first: trimming
 // in the middle of a storm would hand back pages the next file needs at once.
-import { createRequire } from 'node:module';
-import { mallocTrim } from '../../native/memory.js';
-
-const require = createRequire(import.meta.url);
+import { collectGarbageForMemory, mallocTrim } from '../../native/memory.js';
 
 /** Passes that make a burst worth a trim: a few configs changing is no burst. */
 const BURST_PASSES = 64;
@@ -22,8 +19,15 @@ export class MemoryReturn {
 
   constructor(
     private readonly trim: () => boolean = mallocTrim,
-    /** A full collection of V8's heap (after a burst only: at start it touches more than it frees). */
-    private readonly collect: () => void = fullGc,
+    /**
+     * A full collection of V8's heap (after a burst only: at start it touches more than it frees).
+     * V8 keeps the heap a storm grew (a larger young generation, old-space pages of promoted passes)
+     * until its memory reducer notices the process is idle, ~10 s later (measured: RssAnon 25.7 MiB
+     * for 10 s after three storms, then 15.7). One collection that reduces memory frees it at once,
+     * for a few milliseconds of one thread. `gc()` could not: it leaves the young generation as large
+     * as the storm made it (native/memory_pressure.h).
+     */
+    private readonly collect: () => void = collectGarbageForMemory,
   ) {}
 
   /** Start is done: its transient allocations (the bundle's source read, the first scan) go back. */
@@ -57,19 +61,4 @@ export class MemoryReturn {
     }, ms);
     this.timer.unref();
   }
-}
-
-// V8 keeps the heap a storm grew (a larger young generation, old-space pages of promoted passes)
-// until its memory reducer notices the process is idle, ~10 s later (measured: RssAnon 25.7 MiB for
-// 10 s after three storms, then 15.7). One full collection when the burst is over frees it at once
-// (19.3 MiB), for a few milliseconds of one thread. Node has no API for it but `gc`, which exists
-// only in a context made after --expose-gc is set: made once, at the first burst (node:vm).
-let gcFunction: (() => void) | undefined;
-function fullGc(): void {
-  if (gcFunction === undefined) {
-    const { setFlagsFromString } = require('node:v8') as typeof import('node:v8');
-    setFlagsFromString('--expose-gc');
-    gcFunction = (require('node:vm') as typeof import('node:vm')).runInNewContext('gc') as () => void;
-  }
-  gcFunction();
 }
