@@ -24,7 +24,7 @@ import { IN, InotifyColumns } from '../src/native/inotify.js';
 import { entryIo } from '../src/native/entry-io.js';
 import { exitNow } from '../src/native/exit.js';
 import { DIRECTORY_MASK } from '../src/watch/native.js';
-import { optimizeHeapForSize } from '../src/memory-flags.js';
+import { markByTriggers, optimizeHeapForSize } from '../src/memory-flags.js';
 
 const config = loadConfig(process.env);
 const plugin = requirePlugin(config);
@@ -79,9 +79,11 @@ for (const name of readdirSync(netDir)) {
 }
 write(existing);
 void watcher;
-// As the agent: the heap flag, then the health server, once the watch is live.
+// As the agent: the heap flag, then the health server, once the watch is live; then, its start done,
+// the marking triggers.
 await optimizeHeapForSize();
 const health = createServer((_req, res) => res.end('ok'));
 if (config.healthPort !== 0) await new Promise<void>((resolve) => health.listen(config.healthPort, config.healthHost, resolve));
+await markByTriggers();
 writeSync(1, '{"msg":"started"}\n');
 process.on('SIGTERM', () => exitNow(0));

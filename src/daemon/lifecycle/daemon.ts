@@ -35,7 +35,7 @@ import { MemoryReturn } from './memory-return.js';
 import { leaveNode, type StopResult } from './leave-node.js';
 import { stopVerdict } from './stop-policy.js';
 import { runStep } from './start-step.js';
-import { optimizeHeapForSize } from '../../memory-flags.js';
+import { markByTriggers, optimizeHeapForSize } from '../../memory-flags.js';
 import type { Probes } from '../http/probes.js';
 
 export { StartStepError } from './start-step.js';
@@ -202,6 +202,7 @@ export class Daemon {
     this.lifecycle.clear();
     this.updateReadiness();
     this.memory.afterStart();
+    await markByTriggers();
   }
 
   /** Stops watching; unless another instance owns the node, removes everything `run` installed. */
