@@ -152,8 +152,8 @@ export type InotifyColumnsWatcher = new (path: string, mask: number, onEvents: E
  */
 export const addon: NativeAddon = load();
 // Every Buffer the addon makes (a read's bytes, an xattr's value) has one hidden class: Node sets its
-// prototype after V8 made it. None lives between two storms; keep one (hidden-classes.ts).
-keepHiddenClass(addon.getrandom(1));
+// prototype after V8 made it. None lives between two storms; keep one, empty (hidden-classes.ts).
+keepHiddenClass(addon.getrandom(0));
 /** inotify's event masks. */
 export const IN: InotifyMasks = addon.constants;
 /** The rename, resolve, at and open flags of the addon's syscalls. */
