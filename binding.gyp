@@ -7,7 +7,7 @@
       "defines": ["NAPI_VERSION=8", "NODE_ADDON_API_DISABLE_DEPRECATED"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],
-      "cflags_cc": ["-std=c++17", "-Wall", "-Wextra"]
+      "cflags_cc": ["-std=c++20", "-Wall", "-Wextra"]
     }
   ]
 }

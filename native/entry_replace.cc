@@ -67,7 +67,7 @@ class Replacement {
   void DirectorySyncFailed(int error) {
     error_ = error;
     syscall_ = "fsync";
-    errorPath_ = ".";
+    errorPath_ = std::string(1, '.');  // not operator=(const char*): GCC 12 warns falsely on it under C++20 (its bug 105329)
   }
 
   // On the main thread: the landing's name, or the errno error.
