@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot } from './helpers/addon-path.js';
 import { runProcess } from './helpers/run-node.js';
 
-// The heap flags the daemon sets at start, in a process of their own, against --optimize-for-size
-// alone: a heap over V8's 8 MB activation threshold, collected as at the end of a burst, then a storm
+// The heap flags as the daemon sets them (--optimize-for-size at start, the marking triggers once start
+// is done), in a process of their own, against --optimize-for-size alone: a heap over V8's 8 MB activation threshold, collected as at the end of a burst, then a storm
 // of allocation whose passes outlive a scavenge or two. Full collections are counted as Node reports them.
 const script = (setFlags: string) => `
   import v8 from 'node:v8';
