@@ -4,11 +4,11 @@
 // every write then happens relative to such a directory fd (fs/dir.ts). resolveInRoot follows the same
 // rules in userland: it tells which host path a symlinked config ends at, for watching and reports,
 // and it is the confinement itself only on kernels without openat2.
-import { constants, lstatSync, openSync, readlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { SYSCALL } from '../native/addon.js';
 import { fsCalls } from '../native/fs-calls.js';
-import { Dir, kernelHasOpenat2 } from './dir.js';
+import { Dir, kernelHasOpenat2, withDirSync } from './dir.js';
 import { errnoCode, isMissing } from './errno.js';
 import { MountedHostPaths } from './mounted-host-paths.js';
 import { resolveInRoot, type Entry, type Resolution } from './resolve-in-root.js';
@@ -50,6 +50,30 @@ export class HostRoot {
     if (!resolved.ok) throw Object.assign(new Error(`${resolved.code}: cannot resolve ${hostPath} inside the host root`), { code: resolved.code, path: hostPath });
     const resolvedDisk = this.toDisk(resolved.path);
     return new Dir(openSync(resolvedDisk, flags | constants.O_NOFOLLOW), resolvedDisk);
+  }
+
+  /**
+   * lstat of the entry at `hostPath` as the kernel resolves it inside the root (its last component
+   * not followed); undefined when it does not resolve to an entry. Throws what open(2) throws else.
+   * One openat2 of the whole path (O_PATH), one fstat and one close: half of what opening the parent
+   * as a Dir and lstat-ing the entry in it costs, and the plugin binary is checked this way at every
+   * turn that writes (daemon/node/plugin-binary.ts).
+   */
+  lstat(hostPath: string): Stats | undefined {
+    if (!this.kernelConfined) return withDirSync(this.openDir(path.posix.dirname(hostPath)), (dir) => dir.lstat(path.posix.basename(hostPath)));
+    this.rootFd ??= openSync(this.dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK);
+    let fd: number;
+    try {
+      fd = fsCalls.openat2(this.rootFd, hostPath.slice(1), SYSCALL.O_PATH | constants.O_NOFOLLOW, 0, SYSCALL.RESOLVE_IN_ROOT | SYSCALL.RESOLVE_NO_MAGICLINKS);
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+    try {
+      return fstatSync(fd);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   /** `/etc/cni/net.d` -> `<prefix>/etc/cni/net.d`. */
@@ -115,3 +139,4 @@ export class HostRoot {
     return resolveInRoot(hostPath, this.lookup);
   }
 }
+

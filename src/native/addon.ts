@@ -30,6 +30,7 @@ export interface InotifyMasks {
   IN_DELETE: number;
   IN_DELETE_SELF: number;
   IN_MOVE_SELF: number;
+  IN_MASK_ADD: number;
   IN_ALL_EVENTS: number;
   IN_UNMOUNT: number;
   IN_Q_OVERFLOW: number;

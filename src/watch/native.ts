@@ -1,6 +1,6 @@
 // The `native` backend: the addon's inotify instance, one fd for every watched directory.
 import { IN, InotifyColumns, type InotifyWatcherHandle } from '../native/inotify.js';
-import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener } from './watcher.js';
+import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener, WatchOptions } from './watcher.js';
 
 // IN_MODIFY is included so a writer that keeps a file open is still noticed (docs/design.md, Events).
 export const DIRECTORY_MASK =
@@ -24,12 +24,13 @@ export function kindOfMask(mask: number): WatchEventKind | undefined {
   if (mask & IN.IN_CREATE) return 'create';
   if (mask & IN.IN_DELETE) return 'delete';
   if (mask & IN.IN_MODIFY) return 'modify';
+  if (mask & IN.IN_ATTRIB) return 'attrib';
   return undefined;
 }
 
 export class NativeWatcher implements Watcher {
   readonly backend = 'native' as const;
-  readonly capabilities = { recursive: false };
+  readonly capabilities = { recursive: false, orderedAttributes: true };
   private handle: InotifyWatcherHandle | undefined;
   private readonly wdByDir = new Map<string, number>();
   // The paths of each watch descriptor (two paths of one inode, a bind mount say, share one). An array:
@@ -44,14 +45,17 @@ export class NativeWatcher implements Watcher {
   ) {}
 
   /** Synchronous: when this returns the watch is live. */
-  watchSync(dir: string): void {
+  watchSync(dir: string, options: WatchOptions = {}): void {
     if (this.wdByDir.has(dir)) return;
+    const mask = options.attributes === true ? DIRECTORY_MASK | IN.IN_ATTRIB : DIRECTORY_MASK;
     let wd: number;
     if (this.handle === undefined || this.handle.closed) {
-      this.handle = new InotifyColumns(dir, DIRECTORY_MASK, (names, fields, error) => this.deliver(names, fields, error));
+      this.handle = new InotifyColumns(dir, mask, (names, fields, error) => this.deliver(names, fields, error));
       wd = this.handle.wd;
     } else {
-      wd = this.handle.addWatch(dir, DIRECTORY_MASK);
+      // IN_MASK_ADD: a directory watched again by another path (a bind mount) keeps what either asked
+      // for, where a plain inotify_add_watch would replace the first watch's mask (inotify(7)).
+      wd = this.handle.addWatch(dir, mask | IN.IN_MASK_ADD);
     }
     this.goneWds.delete(wd);
     this.wdByDir.set(dir, wd);
@@ -61,8 +65,8 @@ export class NativeWatcher implements Watcher {
     this.dirsByWd.set(wd, dirs);
   }
 
-  async watch(dir: string): Promise<void> {
-    this.watchSync(dir);
+  async watch(dir: string, options?: WatchOptions): Promise<void> {
+    this.watchSync(dir, options);
   }
 
   unwatchSync(dir: string): void {

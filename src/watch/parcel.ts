@@ -16,7 +16,8 @@ function parcel(): typeof Parcel {
 export class ParcelWatcher implements Watcher {
   readonly backend = 'parcel' as const;
   // Its subscriptions cover the whole tree below a directory.
-  readonly capabilities = { recursive: true };
+  // No attribute changes, and its events reach us per subscription, in no order across directories.
+  readonly capabilities = { recursive: true, orderedAttributes: false };
   private readonly subscriptions = new Map<string, Parcel.AsyncSubscription>();
 
   constructor(

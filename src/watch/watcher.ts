@@ -15,6 +15,7 @@ export type WatchEventKind =
   | 'moved-in' // renamed into the directory: complete by construction
   | 'moved-out' // renamed away from the directory
   | 'delete'
+  | 'attrib' // mode, owner, times or link count changed: only on a watch that asks for it
   | 'overflow' // the kernel dropped events: anything may have changed
   | 'dir-gone'; // the watched directory itself was deleted, moved or unmounted
 
@@ -40,13 +41,25 @@ export interface WatcherCapabilities {
    * watching the host root's ancestors of net.d would crawl the node.
    */
   readonly recursive: boolean;
+  /**
+   * `watch(dir, { attributes: true })` also reports metadata changes ('attrib'), in one queue with every
+   * other event of every watch: an event of one directory is never reported after an event of another
+   * that happened later (inotify(7): one instance, one queue). What is known about a file then holds
+   * until its directory's next event (daemon/node/plugin-binary.ts).
+   */
+  readonly orderedAttributes: boolean;
+}
+
+export interface WatchOptions {
+  /** Report mode, owner, times and link count changes too ('attrib'). */
+  attributes?: boolean;
 }
 
 export interface Watcher {
   readonly backend: WatchBackendName;
   readonly capabilities: WatcherCapabilities;
   /** Starts watching the direct entries of `dir`. Throws/rejects with the errno code on failure. */
-  watch(dir: string): Promise<void>;
+  watch(dir: string, options?: WatchOptions): Promise<void>;
   /** Stops watching `dir`; a directory that is already gone is not an error. */
   unwatch(dir: string): Promise<void>;
   isWatching(dir: string): boolean;

@@ -191,6 +191,28 @@ describe('HostRoot on a real tree', () => {
   });
 });
 
+describe('HostRoot.lstat', () => {
+  it('stats the entry the kernel finds inside the root: links on the way mean the host\'s, the last one is not followed', () => {
+    const dir = realpathSync(tempDir());
+    mkdirSync(path.join(dir, 'data/cni/bin'), { recursive: true });
+    mkdirSync(path.join(dir, 'opt'));
+    writeFileSync(path.join(dir, 'data/cni/bin/linkerd-cni'), 'inside');
+    // An absolute link on the way: the host's /data, never the container's.
+    symlinkSync('/data/cni', path.join(dir, 'opt/cni'));
+    symlinkSync('linkerd-cni', path.join(dir, 'data/cni/bin/link'));
+    const root = new HostRoot(dir);
+    const st = root.lstat('/opt/cni/bin/linkerd-cni');
+    expect(st?.isFile()).toBe(true);
+    expect(st?.ino).toBe(lstatSync(path.join(dir, 'data/cni/bin/linkerd-cni')).ino);
+    expect(root.lstat('/opt/cni/bin/link')?.isSymbolicLink()).toBe(true);
+    expect(root.lstat('/opt/cni/bin/missing')).toBeUndefined();
+    expect(root.lstat('/opt/cni/bin/linkerd-cni/under-a-file')).toBeUndefined();
+    // A link that climbs out lands on the root's own entry, never the container's /etc/hostname.
+    symlinkSync('../../../../../../../etc', path.join(dir, 'opt/etc'));
+    expect(root.lstat('/opt/etc/hostname')).toBeUndefined();
+  });
+});
+
 describe('resolveInRoot: loops through the root', () => {
   it('ends with ELOOP for a link that climbs to the root and back to itself', () => {
     const fs = tree({ '/a': link('../././..'), '/c': link('a/../c') });

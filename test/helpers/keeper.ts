@@ -39,7 +39,7 @@ function onNode<K extends ConfigKeeper>(make: (deps: ConstructorParameters<typeo
   for (const dir of [containerBin, path.join(hostRoot, 'opt/cni/bin')]) writeFileSync(path.join(dir, 'linkerd-cni'), '#!/bin/sh\n', { mode: 0o755 });
   const config = loadConfig({ CONTAINER_MOUNT_PREFIX: hostRoot, CNI_NETWORK_CONFIG: pluginText, CONTAINER_CNI_BIN_DIR: containerBin, ...env });
   const root = new HostRoot(hostRoot);
-  const binary = new PluginBinary(root, config.binDir, config.containerBinDir, requirePlugin(config).type);
+  const binary = new PluginBinary(root, config.binDir, config.containerBinDir, requirePlugin(config).type, () => false);
   expect(binary.installedNow()).toBeUndefined();
   const readiness = new Readiness();
   const metrics = new Metrics('test', 'native');

@@ -1,5 +1,5 @@
 // The Watcher interface over both backends, on real directories.
-import { mkdirSync, renameSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, renameSync, rmdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createWatcher } from '../../src/watch/create-watcher.js';
@@ -125,6 +125,32 @@ describe('native backend specifics', () => {
       'create:05-link.conflist',
     ]);
     expect(inbox.items[3]!.cookie).toBe(inbox.items[4]!.cookie);
+    await watcher.close();
+  });
+
+  it('reports attribute changes only where asked, in order with the other directories\' events, and keeps them when the directory is watched again by another path', async () => {
+    const plain = tempDir();
+    const bin = tempDir();
+    const link = path.join(tempDir(), 'bin-link');
+    symlinkSync(bin, link);
+    writeFileSync(path.join(plain, 'a.conflist'), '{}');
+    writeFileSync(path.join(bin, 'linkerd-cni'), '#!/bin/sh\n');
+    const inbox = new Inbox<WatchEvent>();
+    const watcher = new NativeWatcher((events) => inbox.push(...events));
+    watcher.watchSync(plain);
+    watcher.watchSync(bin, { attributes: true });
+    // The same inode again without attributes (IN_MASK_ADD): the bin dir's watch keeps them.
+    watcher.watchSync(link);
+    chmodSync(path.join(plain, 'a.conflist'), 0o600);
+    chmodSync(path.join(bin, 'linkerd-cni'), 0o644);
+    writeFileSync(path.join(plain, 'marker'), '');
+    await inbox.until((e) => e.name === 'marker' && e.kind === 'write-closed', 'the marker');
+    expect(inbox.items.filter((e) => e.kind === 'attrib' || e.name === 'marker').map((e) => `${e.kind}:${e.dir === plain ? 'plain' : e.dir === bin ? 'bin' : 'link'}/${e.name}`)).toEqual([
+      'attrib:bin/linkerd-cni',
+      'attrib:link/linkerd-cni',
+      'create:plain/marker',
+      'write-closed:plain/marker',
+    ]);
     await watcher.close();
   });
 

@@ -87,7 +87,8 @@ export class Daemon {
     this.ownership = new Ownership(this.root, config.netDir);
     this.kubeconfig = new KubeconfigFile(config, this.root);
     this.chainedTargets = new ChainedTargets(this.root, config.netDir, log);
-    const binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type);
+    const binDirWatched = (): boolean => this.watcher.capabilities.orderedAttributes && this.binDirOnDisk !== undefined && this.watcher.isWatching(this.binDirOnDisk);
+    const binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type, binDirWatched);
     this.watcher = createWatcher(
       config.backend,
       (events) => this.router.onEvents(events),
@@ -178,7 +179,8 @@ export class Daemon {
     //    ENOENT: look first.)
     await runStep('4. watch net.d, the bin dir and the token', async () => {
       if (existsSync(this.config.serviceAccountDir)) await this.watcher.watch(this.config.serviceAccountDir);
-      await this.watcher.watch(this.binDirOnDisk!);
+      // With attribute changes: a chmod of the plugin binary must bring an event (plugin-binary.ts).
+      await this.watcher.watch(this.binDirOnDisk!, { attributes: true });
       await this.netDir.rearm();
     });
     // Writes go to the pool at the end of the loop turn (fs/replace-batches.ts): what follows (the

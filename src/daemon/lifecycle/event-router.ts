@@ -55,6 +55,7 @@ export class EventRouter {
       if (event.kind === 'overflow') {
         metrics.overflows.inc();
         log.warn('inotify queue overflowed: rescanning');
+        installed.binDirEventsLost();
         this.deps.scan.rescan('overflow');
         void netDir.rearm().catch(() => {});
         continue;
@@ -63,11 +64,7 @@ export class EventRouter {
       netDir.onEvent(event);
       if (keeper.targets.isTargetDir(event.dir)) this.onTargetDirEvent(event);
       if (event.dir === config.serviceAccountDir) void installed.syncKubeconfig();
-      if (event.dir === binDirOnDisk && installed.isOurBinary(event.name)) {
-        // Someone (an older instance's cleanup during an upgrade) removed or replaced our binary: put
-        // it back. (Our own install lands by a rename, which OwnRenames has already set aside.)
-        if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void installed.reinstallBinaries();
-      }
+      if (event.dir === binDirOnDisk) installed.onBinDirEvent(event);
     }
     this.deps.onBatchDone();
   }

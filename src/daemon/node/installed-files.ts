@@ -7,6 +7,7 @@
 // one succeeds: the next event or resync tries again.
 import { errnoCode } from '../../fs/errno.js';
 import type { KubeconfigFile } from '../../kube/kubeconfig-file.js';
+import type { WatchEvent } from '../../watch/watcher.js';
 import { CoalescingQueue, type PassRunner } from '../keepers/coalescing-queue.js';
 import type { Condition } from '../keepers/readiness.js';
 import type { ControllerDeps } from '../lifecycle/controller-deps.js';
@@ -79,6 +80,23 @@ export class InstalledFiles implements PassRunner<InstalledFile> {
     await this.queue.drain();
   }
 
+  /**
+   * An event of the bin dir. Any of them means the plugin binary is looked at again before the next
+   * chain (plugin-binary.ts). One that removed or replaced a binary of ours (an older instance's
+   * cleanup during an upgrade) puts it back; our own install lands by a rename, which OwnRenames has
+   * set aside before this.
+   */
+  onBinDirEvent(event: WatchEvent): void {
+    this.deps.binary.lookAgain();
+    if (!this.isOurBinary(event.name)) return;
+    if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void this.reinstallBinaries();
+  }
+
+  /** The kernel dropped events: whatever happened in the bin dir went unseen. */
+  binDirEventsLost(): void {
+    this.deps.binary.lookAgain();
+  }
+
   /** True for an entry of the bin dir that is ours: one we installed, or the plugin's own. */
   isOurBinary(name: string): boolean {
     return this.binaryNames.includes(name) || name === this.deps.binary.type;
@@ -108,8 +126,9 @@ export class InstalledFiles implements PassRunner<InstalledFile> {
     if (written.length > 0) log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
     const wasMissing = this.pluginBinary.failing;
     this.verifyPluginBinary();
-    // Configs refused while the binary was not there are chained now.
-    if (wasMissing && !this.pluginBinary.failing) this.deps.onBinaryBack();
+    // Configs refused while the binary was not there are chained now: refused by the install's own
+    // check, or by a pass that found the binary missing or changed before this reinstall wrote it.
+    if (!this.pluginBinary.failing && (wasMissing || written.includes(this.deps.binary.type))) this.deps.onBinaryBack();
   }
 
   /** After an install: the plugin's own binary is there as installed, or nothing is chained (plugin-binary.ts). */

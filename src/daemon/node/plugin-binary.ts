@@ -5,10 +5,17 @@
 //
 // "The very copy" is the host file's identity as it was right after the install checked or wrote it:
 // inode, size, mode, mtime and ctime. Any write, chmod, rename or replacement changes one of them
-// (ctime moves with every inode change), so one lstat per event-loop turn tells, without a hash.
+// (ctime moves with every inode change), so one lstat tells, without a hash.
+//
+// When to look: with a watch on the bin dir that reports metadata changes too, in one queue with net.d's
+// events (WatcherCapabilities.orderedAttributes), a binary found as installed stays so until the bin
+// dir's next event: each of those changes makes one (IN_ATTRIB for a chmod, chown or touch), and it is
+// read before any config event queued after it. So a pass looks once after each such event, not on
+// every write: the lstat's openat2 walk cost ~30 µs on a single change after a quiet spell (cold
+// caches; docs/performance.md), a quarter of the agent's whole pass. Without such a watch (the parcel
+// backend, a bin dir whose watch is gone), it looks once per event-loop turn.
 import { statSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { withDirSync } from '../../fs/dir.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import { TurnMemo } from '../../turn-memo.js';
 
@@ -48,21 +55,23 @@ export class PluginBinary {
   /** Why the last install did not leave a usable binary. */
   private installProblem: string | undefined = 'the plugin binary is not installed yet';
   private readonly thisTurn = new TurnMemo<0, string | undefined>();
+  /**
+   * 'as-installed': found as installed while the bin dir was watched, with no event of the bin dir
+   * since; 'look': lstat it at the next problem().
+   */
+  private known: 'look' | 'as-installed' = 'look';
+  /** The host path of the binary. */
+  readonly hostPath: string;
 
   constructor(
     private readonly root: HostRoot,
-    private readonly binDir: string,
+    binDir: string,
     private readonly containerBinDir: string,
     readonly type: string,
+    /** The bin dir is watched with ordered attribute events (see above). */
+    private readonly watched: () => boolean,
   ) {
-    this.binDirOnDisk = root.toDisk(binDir);
-  }
-
-  private readonly binDirOnDisk: string;
-
-  /** The host path of the binary, for messages. */
-  get hostPath(): string {
-    return path.posix.join(this.binDir, this.type);
+    this.hostPath = path.posix.join(binDir, type);
   }
 
   /**
@@ -71,6 +80,7 @@ export class PluginBinary {
    */
   installedNow(): string | undefined {
     this.installed = undefined;
+    this.known = 'look';
     this.thisTurn.forget(0);
     this.installProblem = this.inspect();
     return this.installProblem;
@@ -99,13 +109,23 @@ export class PluginBinary {
 
   /** Why nothing may be chained now (the binary is not the one installed), or undefined. */
   problem(): string | undefined {
+    if (this.known === 'as-installed') return undefined;
     return this.thisTurn.get(0, () => {
       if (this.installed === undefined) return this.installProblem;
+      // Asked before the lstat: a change made between the two brings an event, read after this.
+      const watched = this.watched();
       const host = this.lstatHost();
       if (host === undefined) return `${this.hostPath} is missing: nothing is chained until it is reinstalled`;
       if (!sameIdentity(identityOf(host), this.installed)) return `${this.hostPath} changed since it was installed: nothing is chained until it is reinstalled`;
+      if (watched) this.known = 'as-installed';
       return undefined;
     });
+  }
+
+  /** Something happened in the bin dir (or events were lost): the next problem() looks. */
+  lookAgain(): void {
+    this.known = 'look';
+    this.thisTurn.forget(0);
   }
 
   private notInImage(): string {
@@ -114,9 +134,9 @@ export class PluginBinary {
 
   private lstatHost(): Stats | undefined {
     try {
-      // The disk path only names the directory: given, it spares the userland lookup (an lstat per
-      // component) on the way to the write of every turn; the kernel confines the open either way.
-      return withDirSync(this.root.openDir(this.binDir, this.binDirOnDisk), (dir) => dir.lstat(this.type));
+      // One openat2 of the whole host path inside the root: a component swapped to a symlink means
+      // what it means to the runtime on the host, never the container's path.
+      return this.root.lstat(this.hostPath);
     } catch {
       return undefined;
     }

@@ -2,7 +2,7 @@
 // The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
 // (issue 7; each failed on version 0.1), or the later issue that added it.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { addon, SYSCALL } from '../../../src/native/addon.js';
@@ -114,6 +114,36 @@ describe('readiness that never lies', () => {
     await daemon.waitLog((l) => l.msg === 'plugin binaries were missing or changed: reinstalled', 10_000);
     expect(statSync(binary).mode & 0o777).toBe(0o755);
     expect((await host.cli(['check'])).code).toBe(0);
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+
+  it('the plugin binary chmod-ed or touched after a chain: the next config waits for its reinstall (issue 33: the bin dir is watched with IN_ATTRIB, not looked at for every write)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const port = await freePort();
+    // No resync: only the bin dir's events can tell the agent.
+    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '0' });
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    const binary = path.join(host.binDir, 'linkerd-cni');
+    const changes: Array<[string, () => void]> = [
+      ['chmod 644', () => chmodSync(binary, 0o644)],
+      ['touch', () => utimesSync(binary, new Date(2_000_000_000), new Date(2_000_000_000))],
+    ];
+    for (const [label, change] of changes) {
+      const name = `20-${label.replace(' ', '-')}.conflist`;
+      change();
+      writeFileSync(host.net(name), fixture('10-calico.conflist'));
+      const r = await waitFor(async () => {
+        const got = await probe(port, '/readyz');
+        return got.status === 503 && got.body.includes(name) && got;
+      }, `${label}: not ready, ${name} waiting for the binary`);
+      expect(r.body).toContain('changed since it was installed');
+      expect(host.holdsPlugin(name), label).toBe(false);
+      // Removed: the agent puts its copy back, and the config that waited is chained.
+      rmSync(binary);
+      await waitFor(() => host.isChained(name), `${label}: ${name} chained once the binary is back`);
+      expect(statSync(binary).mode & 0o777).toBe(0o755);
+    }
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
