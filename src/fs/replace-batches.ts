@@ -55,6 +55,16 @@ export function replaceEntry(replacement: Replacement): Promise<ReplaceOutcome> 
   });
 }
 
+/**
+ * Sends the replacements asked for so far in this turn now, rather than at its end: for a caller that
+ * knows nothing more will join them (the event router, once a read of inotify events is handled). A
+ * single change then goes to the pool ~10 µs sooner (docs/performance.md); the turn's setImmediate
+ * finds nothing left.
+ */
+export function flushReplacements(): void {
+  if (queued.length > 0) flush();
+}
+
 /** `items` split into one batch per pool thread (fewer when there are fewer items), in order. */
 export function perPoolThread<T>(items: readonly T[]): T[][] {
   const batches: T[][] = [];

@@ -4,6 +4,7 @@
 // lead there, the service-account dir and the bin dir to the installed files. Our own renames are set aside
 // first, and an overflow means a rescan.
 import type { Config } from '../../config.js';
+import { flushReplacements } from '../../fs/replace-batches.js';
 import type { Logger } from '../../log.js';
 import type { WatchEvent, Watcher } from '../../watch/watcher.js';
 import type { Metrics } from '../http/metrics.js';
@@ -66,6 +67,8 @@ export class EventRouter {
       if (event.dir === config.serviceAccountDir) void installed.syncKubeconfig();
       if (event.dir === binDirOnDisk) installed.onBinDirEvent(event);
     }
+    // Every pass these events started synchronously has asked for its write by now.
+    flushReplacements();
     this.deps.onBatchDone();
   }
 
