@@ -113,7 +113,7 @@ export class Daemon {
     this.keeper = config.mode === 'owned' ? new OwnedConfig(deps, netDirOnDisk) : new Reconciler(deps, netDirOnDisk);
     const common: ControllerDeps = { config, root: this.root, log, metrics, readiness: this.readiness, phase, netDirArmed, onConditionChange };
     this.scan = new NodeScan({ ...common, pluginType: plugin.type, keeper: this.keeper });
-    this.installed = new InstalledFiles({ ...common, kubeconfig: this.kubeconfig, binary, onBinaryBack: () => this.scan.rescan('binary') });
+    this.installed = new InstalledFiles({ ...common, kubeconfig: this.kubeconfig, binary, onBinaryBack: () => this.scan.rescan('binary'), rewatchBinDir: () => this.watchBinDir(true) });
     this.role = new OwnershipRole({
       ownership: this.ownership,
       phase,
@@ -179,8 +179,7 @@ export class Daemon {
     //    ENOENT: look first.)
     await runStep('4. watch net.d, the bin dir and the token', async () => {
       if (existsSync(this.config.serviceAccountDir)) await this.watcher.watch(this.config.serviceAccountDir);
-      // With attribute changes: a chmod of the plugin binary must bring an event (plugin-binary.ts).
-      await this.watcher.watch(this.binDirOnDisk!, { attributes: true });
+      await this.watchBinDir(false);
       await this.netDir.rearm();
     });
     // Writes go to the pool at the end of the loop turn (fs/replace-batches.ts): what follows (the
@@ -283,6 +282,14 @@ export class Daemon {
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
+  /** With attribute changes: a chmod of the plugin binary must bring an event (plugin-binary.ts). */
+  private async watchBinDir(again: boolean): Promise<void> {
+    const dir = this.binDirOnDisk!;
+    if (!again) return this.watcher.watch(dir, { attributes: true });
+    await this.watcher.unwatch(dir);
+    await this.watcher.watch(dir, { attributes: true }).catch((err: unknown) => this.log.warn({ dir: this.config.binDir, code: errnoCode(err) }, 'cannot watch the bin dir again: the plugin binary is looked at before every write'));
+  }
+
   private updateReadiness(): void {
     this.reporter.update();
   }

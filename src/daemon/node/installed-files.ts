@@ -22,6 +22,11 @@ export interface InstalledFilesDeps extends ControllerDeps {
   binary: PluginBinary;
   /** The plugin binary is back: configs refused meanwhile get a pass. */
   onBinaryBack: () => void;
+  /**
+   * The bin dir was moved away or removed: its watch follows the inode, not the path, so it is
+   * dropped and the path watched anew (or not at all while it is missing).
+   */
+  rewatchBinDir: () => Promise<void>;
 }
 
 export class InstalledFiles implements PassRunner<InstalledFile> {
@@ -88,6 +93,11 @@ export class InstalledFiles implements PassRunner<InstalledFile> {
    */
   onBinDirEvent(event: WatchEvent): void {
     this.deps.binary.lookAgain();
+    if (event.kind === 'dir-gone') {
+      // Whatever is at the path now gets our binaries; until it is watched, every pass looks.
+      void this.deps.rewatchBinDir().then(() => this.reinstallBinaries());
+      return;
+    }
     if (!this.isOurBinary(event.name)) return;
     if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void this.reinstallBinaries();
   }

@@ -147,6 +147,34 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
+  it('the bin dir moved away and made anew: the binary is put into the new one, and a chmod there is seen (issue 33)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '0' });
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    // A watch follows the inode: the one on the old bin dir would hear nothing of the new one. The new
+    // one takes the path in one step (RENAME_EXCHANGE), so there is always a bin dir to install into.
+    mkdirSync(`${host.binDir}.new`);
+    addon.renameat2(SYSCALL.AT_FDCWD, `${host.binDir}.new`, SYSCALL.AT_FDCWD, host.binDir, SYSCALL.RENAME_EXCHANGE);
+    const binary = path.join(host.binDir, 'linkerd-cni');
+    await waitFor(() => existsSync(binary), 'the binary put into the new bin dir');
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready again');
+    // A config chained now: the binary was looked at, found as installed, and is trusted until the
+    // bin dir's next event.
+    writeFileSync(host.net('20-before.conflist'), fixture('10-calico.conflist'));
+    await waitFor(() => host.isChained('20-before.conflist'), '20-before.conflist chained');
+    chmodSync(binary, 0o644);
+    writeFileSync(host.net('20-after.conflist'), fixture('10-calico.conflist'));
+    const r = await waitFor(async () => {
+      const got = await probe(port, '/readyz');
+      return got.status === 503 && got.body.includes('20-after.conflist') && got;
+    }, 'not ready: 20-after.conflist waiting for the binary');
+    expect(r.body).toContain('changed since it was installed');
+    expect(host.holdsPlugin('20-after.conflist')).toBe(false);
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+
   it('a kubeconfig made world-readable gets its mode back at the resync', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
