@@ -22,6 +22,7 @@ import { Reconciler } from '../keepers/reconciler.js';
 import { TargetDirWatches } from '../keepers/target-dir-watches.js';
 import { InstalledFiles } from '../node/installed-files.js';
 import { PluginBinary } from '../node/plugin-binary.js';
+import { BinDirWatch } from './bin-dir-watch.js';
 import { ChainedTargets } from './chained-targets.js';
 import type { ControllerDeps } from './controller-deps.js';
 import { EventRouter } from './event-router.js';
@@ -60,7 +61,7 @@ export class Daemon {
   private readonly scan: NodeScan;
   private readonly targetDirs: TargetDirWatches;
   private readonly router: EventRouter;
-  private binDirOnDisk: string | undefined;
+  private readonly binDir: BinDirWatch;
   /** Every symlink target and delegate we ever patched (host paths), recorded in net.d. */
   private readonly chainedTargets: ChainedTargets;
   private resyncTimer: NodeJS.Timeout | undefined;
@@ -87,8 +88,7 @@ export class Daemon {
     this.ownership = new Ownership(this.root, config.netDir);
     this.kubeconfig = new KubeconfigFile(config, this.root);
     this.chainedTargets = new ChainedTargets(this.root, config.netDir, log);
-    const binDirWatched = (): boolean => this.watcher.capabilities.orderedAttributes && this.binDirOnDisk !== undefined && this.watcher.isWatching(this.binDirOnDisk);
-    const binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type, binDirWatched);
+    const binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type, () => this.binDir.trusted);
     this.watcher = createWatcher(
       config.backend,
       (events) => this.router.onEvents(events),
@@ -97,6 +97,7 @@ export class Daemon {
         this.scan.rescan('watcher-error');
       },
     );
+    this.binDir = new BinDirWatch(this.root, config.binDir, this.watcher, log);
     this.netDir = new NetDirWatch(this.root, config.netDir, this.watcher, log, this.readiness.condition('net-dir'), (disk) => this.onNetDirArmed(disk), () => this.onNetDirLost());
     this.targetDirs = new TargetDirWatches(this.root, this.watcher, this.readiness, log, onConditionChange);
     const deps = {
@@ -113,7 +114,7 @@ export class Daemon {
     this.keeper = config.mode === 'owned' ? new OwnedConfig(deps, netDirOnDisk) : new Reconciler(deps, netDirOnDisk);
     const common: ControllerDeps = { config, root: this.root, log, metrics, readiness: this.readiness, phase, netDirArmed, onConditionChange };
     this.scan = new NodeScan({ ...common, pluginType: plugin.type, keeper: this.keeper });
-    this.installed = new InstalledFiles({ ...common, kubeconfig: this.kubeconfig, binary, onBinaryBack: () => this.scan.rescan('binary'), rewatchBinDir: () => this.watchBinDir(true) });
+    this.installed = new InstalledFiles({ ...common, kubeconfig: this.kubeconfig, binary, onBinaryBack: () => this.scan.rescan('binary'), rewatchBinDir: () => this.binDir.renew() });
     this.role = new OwnershipRole({
       ownership: this.ownership,
       phase,
@@ -136,7 +137,7 @@ export class Daemon {
       role: this.role,
       installed: this.installed,
       scan: this.scan,
-      binDirOnDisk: () => this.binDirOnDisk,
+      binDirOnDisk: () => this.binDir.disk,
       onBatchDone: onConditionChange,
     });
   }
@@ -164,7 +165,7 @@ export class Daemon {
     });
     // 2. Binaries before any config names them.
     await runStep('2. install the plugin binaries', async () => {
-      this.binDirOnDisk = this.root.ensureDir(this.config.binDir);
+      this.binDir.ensure();
       await this.installed.installAtStart();
     });
     // 3. Stranded temp files of earlier instances, before anything reads the configs (a newer write
@@ -179,7 +180,7 @@ export class Daemon {
     //    ENOENT: look first.)
     await runStep('4. watch net.d, the bin dir and the token', async () => {
       if (existsSync(this.config.serviceAccountDir)) await this.watcher.watch(this.config.serviceAccountDir);
-      await this.watchBinDir(false);
+      await this.binDir.watch();
       await this.netDir.rearm();
     });
     // Writes go to the pool at the end of the loop turn (fs/replace-batches.ts): what follows (the
@@ -274,6 +275,7 @@ export class Daemon {
    * armed: they may be another instance's writes in flight (the upgrade overlap).
    */
   private async refreshNode(trigger: 'net-dir' | 'take-back' | 'timer'): Promise<void> {
+    if (trigger === 'timer') await this.binDir.renew();
     if (trigger !== 'net-dir') await this.installed.reinstallBinaries();
     this.scan.sweep(trigger === 'net-dir' ? 0 : SWEEP_MIN_AGE_MS);
     await this.installed.syncKubeconfig();
@@ -282,14 +284,6 @@ export class Daemon {
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
-  /** With attribute changes: a chmod of the plugin binary must bring an event (plugin-binary.ts). */
-  private async watchBinDir(again: boolean): Promise<void> {
-    const dir = this.binDirOnDisk!;
-    if (!again) return this.watcher.watch(dir, { attributes: true });
-    await this.watcher.unwatch(dir);
-    await this.watcher.watch(dir, { attributes: true }).catch((err: unknown) => this.log.warn({ dir: this.config.binDir, code: errnoCode(err) }, 'cannot watch the bin dir again: the plugin binary is looked at before every write'));
-  }
-
   private updateReadiness(): void {
     this.reporter.update();
   }

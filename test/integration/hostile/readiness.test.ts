@@ -12,6 +12,23 @@ import { canChattr, canMount, canUnshare, temps } from '../../helpers/hostile.js
 import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
+/**
+ * A config chained (so the binary was looked at and is trusted until the bin dir's next event), then
+ * the binary chmod-ed and another config written: that one waits, naming the changed binary.
+ */
+async function chmodOfTrustedBinaryIsSeen(host: NodeHost, port: number, binary: string): Promise<void> {
+  writeFileSync(host.net('20-before.conflist'), fixture('10-calico.conflist'));
+  await waitFor(() => host.isChained('20-before.conflist'), '20-before.conflist chained');
+  chmodSync(binary, 0o644);
+  writeFileSync(host.net('20-after.conflist'), fixture('10-calico.conflist'));
+  const r = await waitFor(async () => {
+    const got = await probe(port, '/readyz');
+    return got.status === 503 && got.body.includes('20-after.conflist') && got;
+  }, 'not ready: 20-after.conflist waiting for the binary');
+  expect(r.body).toContain('changed since it was installed');
+  expect(host.holdsPlugin('20-after.conflist')).toBe(false);
+}
+
 describe('readiness that never lies', () => {
   itWith(canUnshare, 'user namespaces (unshare -Ur)')('6. a net.d watch the kernel refuses at start: exit 1 naming the sysctl, never "ready"', async () => {
     const host = new NodeHost();
@@ -160,18 +177,25 @@ describe('readiness that never lies', () => {
     const binary = path.join(host.binDir, 'linkerd-cni');
     await waitFor(() => existsSync(binary), 'the binary put into the new bin dir');
     await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready again');
-    // A config chained now: the binary was looked at, found as installed, and is trusted until the
-    // bin dir's next event.
-    writeFileSync(host.net('20-before.conflist'), fixture('10-calico.conflist'));
-    await waitFor(() => host.isChained('20-before.conflist'), '20-before.conflist chained');
-    chmodSync(binary, 0o644);
-    writeFileSync(host.net('20-after.conflist'), fixture('10-calico.conflist'));
-    const r = await waitFor(async () => {
-      const got = await probe(port, '/readyz');
-      return got.status === 503 && got.body.includes('20-after.conflist') && got;
-    }, 'not ready: 20-after.conflist waiting for the binary');
-    expect(r.body).toContain('changed since it was installed');
-    expect(host.holdsPlugin('20-after.conflist')).toBe(false);
+    await chmodOfTrustedBinaryIsSeen(host, port, binary);
+    expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+
+  it('a parent of the bin dir swapped for a link elsewhere: the resync watches the new bin dir before the binary is trusted there (issue 33)', async () => {
+    const host = new NodeHost();
+    host.putFixture('10-flannel.conflist');
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '2' });
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    // The bin dir's inode does not move (its parent does): no event, only the resync can tell.
+    const cni = path.dirname(host.binDir);
+    renameSync(cni, `${cni}-old`);
+    mkdirSync(`${cni}-new/bin`, { recursive: true });
+    symlinkSync('cni-new', cni);
+    const binary = path.join(`${cni}-new/bin`, 'linkerd-cni');
+    // Put there by a resync tick, right after the tick renewed the watch: the next is 2 s away.
+    await waitFor(() => existsSync(binary), 'the binary put into the new bin dir', 10_000);
+    await chmodOfTrustedBinaryIsSeen(host, port, binary);
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
