@@ -56,8 +56,7 @@ export class HostRoot {
    * lstat of the entry at `hostPath` as the kernel resolves it inside the root (its last component
    * not followed); undefined when it does not resolve to an entry. Throws what open(2) throws else.
    * One openat2 of the whole path (O_PATH), one fstat and one close: half of what opening the parent
-   * as a Dir and lstat-ing the entry in it costs, and the plugin binary is checked this way at every
-   * turn that writes (daemon/node/plugin-binary.ts).
+   * as a Dir and lstat-ing the entry in it costs (the plugin binary's look, daemon/node/plugin-binary.ts).
    */
   lstat(hostPath: string): Stats | undefined {
     if (!this.kernelConfined) return withDirSync(this.openDir(path.posix.dirname(hostPath)), (dir) => dir.lstat(path.posix.basename(hostPath)));
@@ -139,4 +138,3 @@ export class HostRoot {
     return resolveInRoot(hostPath, this.lookup);
   }
 }
-

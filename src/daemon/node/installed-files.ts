@@ -24,7 +24,7 @@ export interface InstalledFilesDeps extends ControllerDeps {
   onBinaryBack: () => void;
   /**
    * The bin dir was moved away or removed: its watch follows the inode, not the path, so it is
-   * dropped and the path watched anew (or not at all while it is missing).
+   * dropped and the path resolved and watched anew (daemon/lifecycle/bin-dir-watch.ts).
    */
   rewatchBinDir: () => Promise<void>;
 }
