@@ -13,6 +13,8 @@ import { errnoCode, isMissing } from './errno.js';
 import { MountedHostPaths } from './mounted-host-paths.js';
 import { resolveInRoot, type Entry, type Resolution } from './resolve-in-root.js';
 
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK;
+
 export class HostRoot {
   private rootFd: number | undefined;
   private mountedPaths: MountedHostPaths | undefined;
@@ -35,11 +37,8 @@ export class HostRoot {
    * does not resolve to a directory inside the root.
    */
   openDir(hostPath: string, disk?: string): Dir {
-    const flags = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK;
     if (this.kernelConfined) {
-      this.rootFd ??= openSync(this.dir, flags);
-      const relative = hostPath === '/' ? '.' : hostPath.slice(1);
-      const fd = fsCalls.openat2(this.rootFd, relative, flags, 0, SYSCALL.RESOLVE_IN_ROOT | SYSCALL.RESOLVE_NO_MAGICLINKS);
+      const fd = this.openInRoot(hostPath, DIR_FLAGS);
       // The disk path only names the directory (logs, shared fsyncs): a caller that knows it saves
       // the userland lookup; the confinement is the kernel's either way.
       if (disk !== undefined) return new Dir(fd, disk);
@@ -49,7 +48,7 @@ export class HostRoot {
     const resolved = this.resolve(hostPath);
     if (!resolved.ok) throw Object.assign(new Error(`${resolved.code}: cannot resolve ${hostPath} inside the host root`), { code: resolved.code, path: hostPath });
     const resolvedDisk = this.toDisk(resolved.path);
-    return new Dir(openSync(resolvedDisk, flags | constants.O_NOFOLLOW), resolvedDisk);
+    return new Dir(openSync(resolvedDisk, DIR_FLAGS | constants.O_NOFOLLOW), resolvedDisk);
   }
 
   /**
@@ -60,10 +59,9 @@ export class HostRoot {
    */
   lstat(hostPath: string): Stats | undefined {
     if (!this.kernelConfined) return withDirSync(this.openDir(path.posix.dirname(hostPath)), (dir) => dir.lstat(path.posix.basename(hostPath)));
-    this.rootFd ??= openSync(this.dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NONBLOCK);
     let fd: number;
     try {
-      fd = fsCalls.openat2(this.rootFd, hostPath.slice(1), SYSCALL.O_PATH | constants.O_NOFOLLOW, 0, SYSCALL.RESOLVE_IN_ROOT | SYSCALL.RESOLVE_NO_MAGICLINKS);
+      fd = this.openInRoot(hostPath, SYSCALL.O_PATH | constants.O_NOFOLLOW);
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;
@@ -73,6 +71,13 @@ export class HostRoot {
     } finally {
       closeSync(fd);
     }
+  }
+
+  /** openat2 of `hostPath` from the root's fd, resolved by the kernel inside the root. */
+  private openInRoot(hostPath: string, flags: number): number {
+    this.rootFd ??= openSync(this.dir, DIR_FLAGS);
+    const relative = hostPath === '/' ? '.' : hostPath.slice(1);
+    return fsCalls.openat2(this.rootFd, relative, flags, 0, SYSCALL.RESOLVE_IN_ROOT | SYSCALL.RESOLVE_NO_MAGICLINKS);
   }
 
   /** `/etc/cni/net.d` -> `<prefix>/etc/cni/net.d`. */
