@@ -12,6 +12,27 @@ import { canChattr, canMount, canUnshare, temps } from '../../helpers/hostile.js
 import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
+/** An agent on a node with one primary, probes on, ready. */
+async function readyNode(env: Record<string, string>): Promise<{ host: NodeHost; port: number; daemon: Awaited<ReturnType<NodeHost['started']>> }> {
+  const host = new NodeHost();
+  host.putFixture('10-flannel.conflist');
+  const port = await freePort();
+  const daemon = await host.started({ HEALTH_PORT: String(port), ...env });
+  await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  return { host, port, daemon };
+}
+
+/** Config `name`, written now, is not chained: not ready, naming it and the changed binary. */
+async function waitsForTheBinary(host: NodeHost, port: number, name: string, what = ''): Promise<void> {
+  writeFileSync(host.net(name), fixture('10-calico.conflist'));
+  const r = await waitFor(async () => {
+    const got = await probe(port, '/readyz');
+    return got.status === 503 && got.body.includes(name) && got;
+  }, `${what}not ready, ${name} waiting for the binary`);
+  expect(r.body).toContain('changed since it was installed');
+  expect(host.holdsPlugin(name), what).toBe(false);
+}
+
 /**
  * A config chained (so the binary was looked at and is trusted until the bin dir's next event), then
  * the binary chmod-ed and another config written: that one waits, naming the changed binary.
@@ -20,13 +41,7 @@ async function chmodOfTrustedBinaryIsSeen(host: NodeHost, port: number, binary: 
   writeFileSync(host.net('20-before.conflist'), fixture('10-calico.conflist'));
   await waitFor(() => host.isChained('20-before.conflist'), '20-before.conflist chained');
   chmodSync(binary, 0o644);
-  writeFileSync(host.net('20-after.conflist'), fixture('10-calico.conflist'));
-  const r = await waitFor(async () => {
-    const got = await probe(port, '/readyz');
-    return got.status === 503 && got.body.includes('20-after.conflist') && got;
-  }, 'not ready: 20-after.conflist waiting for the binary');
-  expect(r.body).toContain('changed since it was installed');
-  expect(host.holdsPlugin('20-after.conflist')).toBe(false);
+  await waitsForTheBinary(host, port, '20-after.conflist');
 }
 
 describe('readiness that never lies', () => {
@@ -135,12 +150,8 @@ describe('readiness that never lies', () => {
   });
 
   it('the plugin binary chmod-ed or touched after a chain: the next config waits for its reinstall (issue 33: the bin dir is watched with IN_ATTRIB, not looked at for every write)', async () => {
-    const host = new NodeHost();
-    host.putFixture('10-flannel.conflist');
-    const port = await freePort();
     // No resync: only the bin dir's events can tell the agent.
-    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '0' });
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    const { host, port, daemon } = await readyNode({ RESYNC_INTERVAL_S: '0' });
     const binary = path.join(host.binDir, 'linkerd-cni');
     const changes: Array<[string, () => void]> = [
       ['chmod 644', () => chmodSync(binary, 0o644)],
@@ -149,13 +160,7 @@ describe('readiness that never lies', () => {
     for (const [label, change] of changes) {
       const name = `20-${label.replace(' ', '-')}.conflist`;
       change();
-      writeFileSync(host.net(name), fixture('10-calico.conflist'));
-      const r = await waitFor(async () => {
-        const got = await probe(port, '/readyz');
-        return got.status === 503 && got.body.includes(name) && got;
-      }, `${label}: not ready, ${name} waiting for the binary`);
-      expect(r.body).toContain('changed since it was installed');
-      expect(host.holdsPlugin(name), label).toBe(false);
+      await waitsForTheBinary(host, port, name, `${label}: `);
       // Removed: the agent puts its copy back, and the config that waited is chained.
       rmSync(binary);
       await waitFor(() => host.isChained(name), `${label}: ${name} chained once the binary is back`);
@@ -165,11 +170,7 @@ describe('readiness that never lies', () => {
   });
 
   it('the bin dir moved away and made anew: the binary is put into the new one, and a chmod there is seen (issue 33)', async () => {
-    const host = new NodeHost();
-    host.putFixture('10-flannel.conflist');
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '0' });
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    const { host, port, daemon } = await readyNode({ RESYNC_INTERVAL_S: '0' });
     // A watch follows the inode: the one on the old bin dir would hear nothing of the new one. The new
     // one takes the path in one step (RENAME_EXCHANGE), so there is always a bin dir to install into.
     mkdirSync(`${host.binDir}.new`);
@@ -182,11 +183,7 @@ describe('readiness that never lies', () => {
   });
 
   it('a parent of the bin dir swapped for a link elsewhere: the resync watches the new bin dir before the binary is trusted there (issue 33)', async () => {
-    const host = new NodeHost();
-    host.putFixture('10-flannel.conflist');
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '2' });
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    const { host, port, daemon } = await readyNode({ RESYNC_INTERVAL_S: '2' });
     // The bin dir's inode does not move (its parent does): no event, only the resync can tell.
     const cni = path.dirname(host.binDir);
     renameSync(cni, `${cni}-old`);
