@@ -28,7 +28,7 @@ import { contentHash } from './content-hash.js';
 import type { Dir } from './dir.js';
 import { fsyncDir } from './dir-sync.js';
 import type { ReplaceOutcome } from '../native/addon.js';
-import { LANDING, replaceEntry } from './replace-batches.js';
+import { LANDING, replaceEntryThen } from './replace-batches.js';
 import { errnoCode } from './errno.js';
 
 const fsyncAsync = promisify(fsync);
@@ -142,7 +142,7 @@ function setXattrs(fd: number, xattrs: ReadonlyArray<[string, Buffer]>): void {
 }
 
 // Not async itself: bytes (nearly every write) go straight to writeBytes, one async frame fewer for a
-// storm's suspended passes (see the reconciler's pass).
+// storm's suspended passes (daemon/keepers/reconciler.ts, runPass).
 export function writeFileAtomic(dir: Dir, name: string, data: string | Buffer | Filler, options: AtomicWriteOptions): Promise<WriteResult> {
   const bytes = typeof data === 'string' ? Buffer.from(data) : typeof data === 'function' ? undefined : data;
   if (options.expect !== undefined && bytes === undefined) return Promise.reject(new TypeError('writeFileAtomic: expect needs the data as bytes'));
@@ -160,34 +160,46 @@ function tempFor(name: string, options: AtomicWriteOptions): string {
   return tempNameFor(name, options.expect === undefined ? 'new' : (options.expectHash ?? contentHash(options.expect)));
 }
 
-/**
- * writeFileAtomic of bytes: one native call, directory fsync included. Not an async function: a
- * storm's writes wait on the pool together, and a suspended frame each would outlive a scavenge
- * (docs/performance.md); the landing is one continuation instead.
- */
+/** How a write of bytes ended: `result`, or `error` when it is undefined. */
+export type WriteDone = (error: unknown, result?: WriteResult) => void;
+
+/** writeFileAtomic of bytes: one native call, directory fsync included. */
 function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
+  return new Promise((resolve, reject) => writeBytesThen(dir, name, bytes, options, (error, result) => (result === undefined ? reject(error) : resolve(result))));
+}
+
+/**
+ * writeFileAtomic of bytes, telling `done` once (never synchronously on success). A callback, not a
+ * promise: a storm's writes wait on the pool together, and each promise and frame they hold would
+ * outlive a scavenge and be promoted (docs/performance.md).
+ */
+export function writeBytesThen(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions, done: WriteDone): void {
   const { expect } = options;
   const landing = options.noReplace === true ? LANDING.noReplace : expect === undefined ? LANDING.rename : exchangeSupported ? LANDING.exchange : undefined;
   if (landing === undefined) {
     // No RENAME_EXCHANGE here (found out earlier): the step-by-step path re-checks and renames.
-    return writeInSteps(dir, name, bytes, options, bytes);
+    writeInSteps(dir, name, bytes, options, bytes).then((result) => done(undefined, result), done);
+    return;
   }
   let tmp: string;
-  let replacing: Promise<ReplaceOutcome>;
   try {
     tmp = tempFor(name, options);
     const ids = ownerIds(options);
     const xattrs = (options.xattrs ?? []).map(([key, value]) => ({ name: key, value, optional: OPTIONAL_XATTR.test(key) }));
-    replacing = replaceEntry({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect });
+    replaceEntryThen({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect }, (replaced) => {
+      if (typeof replaced !== 'string') return done(dir.naming(name, replaced));
+      let after: WriteResult | Promise<WriteResult>;
+      try {
+        after = afterReplace(dir, tmp, name, bytes, options, replaced);
+      } catch (err) {
+        return done(err);
+      }
+      if (after instanceof Promise) after.then((result) => done(undefined, result), done);
+      else done(undefined, after);
+    });
   } catch (err) {
-    return Promise.reject(err); // as from an async function: writeFileAtomic never throws
+    done(err); // bad arguments: nothing was queued
   }
-  return replacing.then(
-    (result) => afterReplace(dir, tmp, name, bytes, options, result),
-    (err: unknown) => {
-      throw dir.naming(name, err);
-    },
-  );
 }
 
 /** What a replacement's landing means for the write (native/entry_replace.cc reports it). */

@@ -31,10 +31,12 @@ export function toWire(r: Replacement): ReplaceJobWire {
 /** A replacement's `landing` (native/entry_replace.cc): rename over, rename only if absent, or exchange and compare. */
 export const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
 
+/** Called once with how the replacement landed, or the error that stopped it. */
+export type ReplaceDone = (result: ReplaceOutcome | Error) => void;
+
 interface Pending {
   job: ReplaceJobWire;
-  resolve: (landing: ReplaceOutcome) => void;
-  reject: (err: unknown) => void;
+  done: ReplaceDone;
 }
 
 // libuv's pool size, as libuv reads it (UV_THREADPOOL_SIZE, default 4).
@@ -42,17 +44,24 @@ const POOL_THREADS = Math.max(1, Math.min(1024, Number(process.env.UV_THREADPOOL
 
 let queued: Pending[] = [];
 
-/** Runs `replacement` on the pool, in a batch with the others asked for in this turn of the event loop. */
-export function replaceEntry(replacement: Replacement): Promise<ReplaceOutcome> {
+/**
+ * Runs `replacement` on the pool, in a batch with the others asked for in this turn of the event loop,
+ * and calls `done` from the batch's completion. A callback, not a promise: during a storm up to 128
+ * writes wait on the pool at once, and what each holds outlives a scavenge (docs/performance.md).
+ */
+export function replaceEntryThen(replacement: Replacement, done: ReplaceDone): void {
   const job = toWire(replacement);
-  return new Promise((resolve, reject) => {
-    // At the end of this turn (setImmediate runs after the poll phase), not at the next microtask: in a
-    // storm, passes bounded by the queue start from the completions of earlier writes, one promise
-    // continuation after another, and a microtask flush sent each of them alone (1.4 files per batch
-    // measured, each with its own directory fsync and pool wake-up).
-    if (queued.length === 0) setImmediate(flush);
-    queued.push({ job, resolve, reject });
-  });
+  // At the end of this turn (setImmediate runs after the poll phase), not at the next microtask: in a
+  // storm, passes bounded by the queue start from the completions of earlier writes, one after
+  // another, and a microtask flush sent each of them alone (1.4 files per batch measured, each with
+  // its own directory fsync and pool wake-up).
+  if (queued.length === 0) setImmediate(flush);
+  queued.push({ job, done });
+}
+
+/** replaceEntryThen as a promise. */
+export function replaceEntry(replacement: Replacement): Promise<ReplaceOutcome> {
+  return new Promise((resolve, reject) => replaceEntryThen(replacement, (result) => (typeof result === 'string' ? resolve(result) : reject(result))));
 }
 
 /**
@@ -82,12 +91,25 @@ function flush(): void {
     try {
       results = entryIo.replaceEntriesAt(batch.map((p) => p.job));
     } catch (err) {
-      for (const p of batch) p.reject(err); // bad arguments: nothing was queued
+      const error = err instanceof Error ? err : new Error(String(err));
+      for (const p of batch) tell(p, error); // bad arguments: nothing was queued
       continue;
     }
     results.then(
-      (each) => each.forEach((result, k) => (typeof result === 'string' ? batch[k]!.resolve(result) : batch[k]!.reject(result))),
-      (err: unknown) => batch.forEach((p) => p.reject(err)),
+      (each) => each.forEach((result, k) => tell(batch[k]!, result)),
+      (err: unknown) => batch.forEach((p) => tell(p, err instanceof Error ? err : new Error(String(err)))),
     );
+  }
+}
+
+// Every replacement of a batch hears how it ended, even when an earlier one's callback throws (a
+// defect): that one is reported as uncaught, as a throw in a promise's handler would be.
+function tell(p: Pending, result: ReplaceOutcome | Error): void {
+  try {
+    p.done(result);
+  } catch (err) {
+    queueMicrotask(() => {
+      throw err;
+    });
   }
 }

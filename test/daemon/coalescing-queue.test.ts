@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY } from '../../src/daemon/keepers/coalescing-queue.js';
+import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassEnded } from '../../src/daemon/keepers/coalescing-queue.js';
 
 /** A queue whose runner is these functions (the keepers implement PassRunner as methods). */
 function queueOf(
-  runPass: (key: string) => Promise<void>,
+  runPass: (key: string, ended: PassEnded<string>) => Promise<void> | void,
   passFailed: (key: string, error: unknown) => void,
   limit = DEFAULT_PASS_CONCURRENCY,
   hasRoom: () => boolean = () => true,
@@ -171,60 +171,122 @@ describe('CoalescingQueue against a model', () => {
 
   // Whatever the order of triggers, finishing passes and room: one pass per key at a time, never more
   // than the limit at once, never more passes than triggers, and after the last trigger of a key a
-  // pass of it starts (no change goes unseen), until the queue is empty.
+  // pass of it starts (no change goes unseen), until the queue is empty. A runner either returns a
+  // promise or calls `ended` (the reconciler's), at once or later.
+  async function holdsTheModel(limit: number, steps: Step[], ending: 'promise' | 'ended', atOnce: boolean[]): Promise<void> {
+    let room = true;
+    let clock = 0;
+    let passCount = 0;
+    const running: Array<{ key: string; finish: () => void }> = [];
+    const lastTrigger = new Map<string, number>();
+    const lastStart = new Map<string, number>();
+    const triggers = new Map<string, number>();
+    const passes = new Map<string, number>();
+    const start = (key: string, finish: () => void) => {
+      expect(running.some((r) => r.key === key)).toBe(false);
+      lastStart.set(key, ++clock);
+      passes.set(key, (passes.get(key) ?? 0) + 1);
+      const entry = { key, finish: () => {} };
+      entry.finish = () => {
+        running.splice(running.indexOf(entry), 1);
+        finish();
+      };
+      running.push(entry);
+      expect(running.length).toBeLessThanOrEqual(limit);
+      return entry;
+    };
+    const queue = queueOf(
+      (key, ended) => {
+        if (ending === 'promise') return new Promise<void>((resolve) => void start(key, resolve));
+        const entry = start(key, () => ended(key));
+        if (atOnce[passCount++ % atOnce.length] === true) entry.finish();
+      },
+      () => {},
+      limit,
+      () => room,
+    );
+    const finishOne = async (pick: number) => {
+      running[pick % running.length]!.finish();
+      await settle();
+    };
+    for (const s of steps) {
+      if (s.op === 'trigger') {
+        lastTrigger.set(s.key, ++clock);
+        triggers.set(s.key, (triggers.get(s.key) ?? 0) + 1);
+        queue.trigger(s.key);
+      } else if (s.op === 'room') {
+        room = s.room;
+      } else if (running.length > 0) {
+        await finishOne(s.pick);
+      }
+    }
+    room = true;
+    while (running.length > 0) await finishOne(0);
+    await queue.drain();
+    expect(queue.size).toBe(0);
+    for (const [key, at] of lastTrigger) {
+      expect(lastStart.get(key)!).toBeGreaterThan(at);
+      expect(passes.get(key)!).toBeLessThanOrEqual(triggers.get(key)!);
+    }
+  }
+
   it('keeps its promises for any interleaving of triggers, finished passes and room', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(step, { maxLength: 40 }), async (limit, steps) => {
-        let room = true;
-        let clock = 0;
-        const running: Array<{ key: string; finish: () => void }> = [];
-        const lastTrigger = new Map<string, number>();
-        const lastStart = new Map<string, number>();
-        const triggers = new Map<string, number>();
-        const passes = new Map<string, number>();
-        const queue = queueOf(
-          (key) =>
-            new Promise<void>((resolve) => {
-              expect(running.some((r) => r.key === key)).toBe(false);
-              lastStart.set(key, ++clock);
-              passes.set(key, (passes.get(key) ?? 0) + 1);
-              const entry = { key, finish: () => {} };
-              entry.finish = () => {
-                running.splice(running.indexOf(entry), 1);
-                resolve();
-              };
-              running.push(entry);
-              expect(running.length).toBeLessThanOrEqual(limit);
-            }),
-          () => {},
-          limit,
-          () => room,
-        );
-        const finishOne = async (pick: number) => {
-          running[pick % running.length]!.finish();
-          await settle();
-        };
-        for (const s of steps) {
-          if (s.op === 'trigger') {
-            lastTrigger.set(s.key, ++clock);
-            triggers.set(s.key, (triggers.get(s.key) ?? 0) + 1);
-            queue.trigger(s.key);
-          } else if (s.op === 'room') {
-            room = s.room;
-          } else if (running.length > 0) {
-            await finishOne(s.pick);
-          }
-        }
-        room = true;
-        while (running.length > 0) await finishOne(0);
-        await queue.drain();
-        expect(queue.size).toBe(0);
-        for (const [key, at] of lastTrigger) {
-          expect(lastStart.get(key)!).toBeGreaterThan(at);
-          expect(passes.get(key)!).toBeLessThanOrEqual(triggers.get(key)!);
-        }
-      }),
+      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(step, { maxLength: 40 }), (limit, steps) => holdsTheModel(limit, steps, 'promise', [false])),
       { numRuns: 300 },
     );
+  });
+
+  it('keeps them when passes end by calling ended, some of them before runPass returns', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.array(step, { maxLength: 40 }), fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }), (limit, steps, atOnce) =>
+        holdsTheModel(limit, steps, 'ended', atOnce),
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('CoalescingQueue with passes that end at once', () => {
+  // A start with many configs already chained: every pass ends inside runPass. Starting the next
+  // waiting pass from there would nest a frame per pass and overflow the stack.
+  it('runs 200,000 waiting passes that each end before runPass returns, in trigger order', async () => {
+    const order: string[] = [];
+    let blocker: PassEnded<string> | undefined;
+    const queue = queueOf(
+      (key, ended) => {
+        order.push(key);
+        if (key === 'first') blocker = ended; // holds the only slot until every other key waits
+        else ended(key);
+      },
+      () => {},
+      1,
+    );
+    queue.trigger('first');
+    const keys = Array.from({ length: 200_000 }, (_, i) => `k${i}`);
+    for (const key of keys) queue.trigger(key);
+    expect(queue.size).toBe(200_001);
+    blocker!('first');
+    expect(queue.size).toBe(0);
+    expect(order).toEqual(['first', ...keys]);
+    await queue.drain();
+  });
+
+  it('reports a pass that throws and runs the next', () => {
+    const errors: unknown[] = [];
+    const ran: string[] = [];
+    const queue = queueOf(
+      (key, ended) => {
+        ran.push(key);
+        if (key === 'a') throw new Error('EACCES');
+        ended(key);
+      },
+      (_, err) => errors.push(err),
+    );
+    queue.trigger('a');
+    queue.trigger('b');
+    expect(ran).toEqual(['a', 'b']);
+    expect(errors).toHaveLength(1);
+    expect(queue.size).toBe(0);
   });
 });

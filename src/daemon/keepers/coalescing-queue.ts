@@ -18,9 +18,17 @@ export const DEFAULT_PASS_CONCURRENCY = 128;
  */
 type KeyState = 'waiting' | 'running' | 'running-again';
 
+/** Tells the queue that the pass of `key` is over. */
+export type PassEnded<K> = (key: K) => void;
+
 /** What a queue runs: the passes of its owner (a keeper, the installed files), one key at a time. */
 export interface PassRunner<K> {
-  runPass(key: K): Promise<void>;
+  /**
+   * One pass of `key`: either a promise, and the pass is over when it settles (a rejection is a failed
+   * pass), or nothing, and the runner calls `ended(key)` exactly once, at once or later (the
+   * reconciler's storm path: no promise per file, docs/performance.md). A throw is a failed pass.
+   */
+  runPass(key: K, ended: PassEnded<K>): Promise<void> | void;
   /** The pass of `key` threw: its owner reports it (the next trigger runs it again). */
   passFailed(key: K, error: unknown): void;
   /** Room for one more pass beside the running ones (the reconciler's bound on the bytes held). */
@@ -31,9 +39,18 @@ export class CoalescingQueue<K = string> {
   // One state per key rather than a set per condition: a storm's pass touches this map twice or
   // three times instead of seven set and map operations.
   private readonly states = new Map<K, KeyState>();
-  private readonly waiting = new Set<K>(); // the waiting keys, in trigger order
+  // The waiting keys in trigger order, from `waitingHead` on (a key waits at most once: its state says
+  // so). An array rather than a Set: a Set's first element, looked up after each start, is found
+  // by skipping the deleted ones before it, quadratic over a start with 10,000 configs.
+  private waiting: K[] = [];
+  private waitingHead = 0;
+  /** Keys whose pass is owed now (ended as running-again), for the loop in startPasses. */
+  private readonly again: K[] = [];
   private running = 0;
+  /** startPasses is on the stack: a pass that ends synchronously leaves the next start to it. */
+  private starting = false;
   private drained: Array<() => void> = [];
+  private readonly ended: PassEnded<K> = (key) => this.passEnded(key);
 
   constructor(
     private readonly runner: PassRunner<K>,
@@ -48,47 +65,81 @@ export class CoalescingQueue<K = string> {
     }
     // Waiting: its pass has not started and will see this change anyway. Running-again: owed already.
     if (state !== undefined) return;
-    if (this.canStart()) {
-      this.start(key);
+    this.states.set(key, 'waiting');
+    this.waiting.push(key);
+    this.startPasses();
+  }
+
+  private passEnded(key: K): void {
+    // Read and updated in one synchronous step, so no trigger can fall between the two.
+    if (this.states.get(key) === 'running-again') {
+      this.states.set(key, 'running');
+      this.again.push(key);
     } else {
-      this.states.set(key, 'waiting');
-      this.waiting.add(key);
-    }
-  }
-
-  // The key is running before its pass starts: a pass that triggers its own key synchronously owes
-  // one more pass rather than starting a second, concurrent one.
-  private start(key: K): void {
-    this.states.set(key, 'running');
-    this.running++;
-    void this.run(key);
-  }
-
-  private async run(key: K): Promise<void> {
-    for (;;) {
-      try {
-        await this.runner.runPass(key);
-      } catch (error) {
-        this.runner.passFailed(key, error);
-      }
-      // Read and updated in one synchronous step, so no trigger can fall between the two.
-      if (this.states.get(key) === 'running-again') {
-        this.states.set(key, 'running');
-        continue;
-      }
       this.states.delete(key);
       this.running--;
-      this.startWaiting();
-      if (this.states.size === 0) this.settle();
-      return;
+    }
+    this.startPasses();
+    if (this.states.size === 0) this.settle();
+  }
+
+  // One loop starts every pass that may start: passes that end synchronously (a config already
+  // chained) end inside runPass, and starting the next one from there would nest a frame per pass
+  // (a start with 10,000 configs).
+  private startPasses(): void {
+    if (this.starting) return;
+    this.starting = true;
+    try {
+      for (;;) {
+        const owed = this.again.pop();
+        if (owed !== undefined) {
+          this.run(owed);
+          continue;
+        }
+        const next = this.nextWaiting();
+        if (next === undefined) return;
+        // The key is running before its pass starts: a pass that triggers its own key synchronously
+        // owes one more pass rather than starting a second, concurrent one.
+        this.states.set(next, 'running');
+        this.running++;
+        this.run(next);
+      }
+    } finally {
+      this.starting = false;
     }
   }
 
-  private startWaiting(): void {
-    for (const key of this.waiting) {
-      if (!this.canStart()) return;
-      this.waiting.delete(key);
-      this.start(key);
+  /** The first waiting key, taken off the list, when a pass may start. */
+  private nextWaiting(): K | undefined {
+    if (this.waitingHead === this.waiting.length || !this.canStart()) return undefined;
+    const key = this.waiting[this.waitingHead++]!;
+    if (this.waitingHead === this.waiting.length) {
+      this.waiting.length = 0;
+      this.waitingHead = 0;
+    } else if (this.waitingHead >= 1024 && 2 * this.waitingHead >= this.waiting.length) {
+      this.waiting = this.waiting.slice(this.waitingHead); // the taken half goes
+      this.waitingHead = 0;
+    }
+    return key;
+  }
+
+  private run(key: K): void {
+    let pass: Promise<void> | void;
+    try {
+      pass = this.runner.runPass(key, this.ended);
+    } catch (error) {
+      this.runner.passFailed(key, error);
+      this.passEnded(key);
+      return;
+    }
+    if (pass instanceof Promise) {
+      pass.then(
+        () => this.passEnded(key),
+        (error: unknown) => {
+          this.runner.passFailed(key, error);
+          this.passEnded(key);
+        },
+      );
     }
   }
 

@@ -1,6 +1,6 @@
 // Converting a single-plugin `X.conf` into a chained `X.conflist` (docs/design.md, Which
 // files): libcni loads a `.conf` as one plugin, with nowhere to chain ours, so the conflist takes
-// its place. Part of the in-place keeper's write step (reconciler.ts, (4) write).
+// its place. Part of the in-place keeper's write step (in-place-pass.ts, decide).
 import path from 'node:path';
 import { madeByConversion } from '../../cni/conflist.js';
 import { parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';

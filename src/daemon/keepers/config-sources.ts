@@ -1,4 +1,4 @@
-// Step (1) of a pass for the names that are not a plain file in net.d (reconciler.ts): a parked
+// Step (1) of a pass for the names that are not a plain file in net.d (in-place-pass.ts): a parked
 // `.conf` link, a symlink (its target, opened inside the host root), a name CNI_CONF_SUFFIXES leaves
 // out, and a meta-plugin's delegate named by path. Each finds the file behind the name, read, or the
 // outcome that says why there is none (pass-outcome.ts).

@@ -2,20 +2,25 @@
 // lives (fs/atomic-write.ts), through a spare when one is ready (spares.ts), and what a write changes
 // beside the file: the book's record of it, the metrics, one log line per burst, the symlink in net.d
 // re-created so that the runtime sees its target change.
-import { landTemp, writeFileAtomic, type WriteResult } from '../../fs/atomic-write.js';
+import { landTemp, writeBytesThen, type WriteResult } from '../../fs/atomic-write.js';
 import type { FileOwner } from '../../fs/bounded-read.js';
 import { contentHashOfDigest, sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
 import { touchSymlink } from '../../fs/touch-symlink.js';
 import { BurstLog } from './burst-log.js';
+import type { BytesInFlight } from './bytes-in-flight.js';
 import type { ConfigBook } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
 import type { Source } from './config-sources.js';
 import { AGAIN, type PassOutcome } from './pass-outcome.js';
 import { Spares } from './spares.js';
 
-/** One decided write. */
+/** How a pass ended: its outcome, or (with none) the error that stopped it. */
+export type PassDone = (error: unknown, outcome?: PassOutcome) => void;
+
+/** One decided write: what a pass's decision returns when the file needs one. */
 export interface PatchJob {
+  kind: 'write';
   /** net.d, open for this pass. */
   netDir: Dir;
   /** The config's name in net.d. */
@@ -32,6 +37,8 @@ export interface PatchJob {
   since: bigint;
   /** The primary rewrote a file we had patched: the case a spare is for. */
   rewrite: boolean;
+  /** Bytes the pass holds, counted against the bound until the write is done (bytes-in-flight.ts). */
+  held: number;
 }
 
 export class InPlaceWriter {
@@ -41,28 +48,53 @@ export class InPlaceWriter {
   constructor(
     private readonly deps: KeeperDeps,
     private readonly book: ConfigBook,
+    /** The reconciler's bound: a job's bytes count against it until its write is done. */
+    private readonly inFlight: BytesInFlight,
   ) {
     this.spares = new Spares(deps.root);
     this.burst = new BurstLog((count, sample) => deps.log.info({ count, files: sample }, 'chained plugin into configs'));
   }
 
-  // Not an async function: during a storm up to 128 writes wait on the pool at once, and each
-  // suspended frame outlives a scavenge and is promoted (docs/performance.md). A write is one
-  // continuation on the landing's promise instead.
-  write(job: PatchJob): Promise<PassOutcome> {
+  // Callbacks, not promises: during a storm up to 128 writes wait on the pool at once, and every
+  // promise, frame and closure they hold outlives a scavenge and is promoted (docs/performance.md).
+  /** Writes `job`, then tells `done` the pass's outcome (or, with none, the error that stopped it). */
+  write(job: PatchJob, done: PassDone): void {
+    this.inFlight.hold(job.held);
     // A file outside net.d is recorded before it is chained (chained-targets.ts).
     const { source, fileKey } = job;
     const target = source.linkText === undefined && source.metaDelegate !== true ? undefined : this.deps.root.fromDisk(fileKey);
     const recording = target === undefined ? undefined : this.deps.recordTarget?.(target);
-    return recording === undefined ? this.land(job, target) : recording.then(() => this.land(job, target));
+    if (recording === undefined) this.land(job, target, done);
+    else recording.then(() => this.land(job, target, done), (err: unknown) => this.over(job, done, err));
   }
 
-  private land(job: PatchJob, target: string | undefined): Promise<PassOutcome> {
+  /** write() as a promise of the outcome: for the passes that wait on more than the write. */
+  written(job: PatchJob): Promise<PassOutcome> {
+    return new Promise((resolve, reject) => this.write(job, (error, outcome) => (outcome === undefined ? reject(error) : resolve(outcome))));
+  }
+
+  private land(job: PatchJob, target: string | undefined, done: PassDone): void {
     const { source, fileKey, content, digest, bytes, owner } = job;
     const spare = this.spares.take(fileKey, source.dir, digest, bytes);
     const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
-    const landing = spare !== undefined ? landTemp(source.dir, spare, source.name, options, bytes) : writeFileAtomic(source.dir, source.name, bytes, options);
-    return landing.then((result) => this.landed(job, target, spare !== undefined, result));
+    const finish = (error: unknown, result?: WriteResult): void => {
+      if (result === undefined) return this.over(job, done, error);
+      let outcome: PassOutcome;
+      try {
+        outcome = this.landed(job, target, spare !== undefined, result);
+      } catch (err) {
+        return this.over(job, done, err);
+      }
+      this.over(job, done, undefined, outcome);
+    };
+    if (spare === undefined) writeBytesThen(source.dir, source.name, bytes, options, finish);
+    else landTemp(source.dir, spare, source.name, options, bytes).then((result) => finish(undefined, result), finish);
+  }
+
+  /** The write is done: its bytes no longer count, and the pass hears how it ended. */
+  private over(job: PatchJob, done: PassDone, error: unknown, outcome?: PassOutcome): void {
+    this.inFlight.release(job.held);
+    done(error, outcome);
   }
 
   private landed(job: PatchJob, target: string | undefined, usedSpare: boolean, result: WriteResult): PassOutcome {

@@ -1,7 +1,7 @@
 // Which meta-plugin configs (Multus) of net.d read which file by path: a single-plugin `.conf` one of
 // them reads is never converted to a conflist, or Multus would find a missing file at every ADD
-// (reconciler.ts, decide).
-import { planPatch } from '../../cni/conflist.js';
+// (in-place-pass.ts, decide).
+import { planPatch, type PatchPlan } from '../../cni/conflist.js';
 import { isLibcniName } from '../../cni/names.js';
 import { readEntry } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
@@ -35,4 +35,36 @@ export function metaPluginReading(deps: KeeperDeps, metas: ReadonlyMap<string, s
     if (resolveDelegate(deps.root, delegatePath) === hostPath) return name;
   }
   return undefined;
+}
+
+/**
+ * The reconciler's copy of listMetaDelegates: listed when a conversion first asks, then kept up to
+ * date by the passes of net.d's configs, and dropped at a rescan.
+ */
+export class MetaDelegates {
+  private byName: Map<string, string> | undefined;
+
+  constructor(private readonly deps: KeeperDeps) {}
+
+  /** A pass of config `name` in net.d planned `plan`. */
+  planned(name: string, plan: PatchPlan): void {
+    if (this.byName === undefined) return;
+    if (plan.action === 'delegates' && plan.delegation.kind === 'path') this.byName.set(name, plan.delegation.path);
+    else this.byName.delete(name);
+  }
+
+  forget(name: string): void {
+    this.byName?.delete(name);
+  }
+
+  /** A rescan: listed again when next asked. */
+  reset(): void {
+    this.byName = undefined;
+  }
+
+  /** The meta-plugin config that reads `source` by path, if any. */
+  readerOf(netDir: Dir, source: Source): string | undefined {
+    this.byName ??= listMetaDelegates(this.deps, netDir);
+    return metaPluginReading(this.deps, this.byName, netDir, source);
+  }
 }

@@ -3,7 +3,7 @@
 // config, and a listing (with an lstat per name) each time made it quadratic (measured: 3,000
 // configs held the first scan for 19 s). The listing follows every event handled this turn; a
 // change after it brings its own event, handled in a later turn, and a file gone meanwhile drops
-// it (reconciler.ts startPass).
+// it (in-place-pass.ts, start).
 import { isConfigName } from '../../cni/names.js';
 import { loadedConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import type { Dir } from '../../fs/dir.js';

@@ -1,0 +1,169 @@
+// Steps (1) to (3) of an in-place pass (reconciler.ts): what one pass decides for a config name. It
+// classifies the name, reads the file behind it and decides: an outcome, the write that is due (the
+// pass starts it, in-place-write.ts), or, where more than a write is waited on (a conversion, a file
+// opened outside net.d), a promise of an outcome. No promise on the storm's path: a storm's passes
+// wait on the pool 128 at once, and what each holds outlives a scavenge (docs/performance.md).
+import { planPatch } from '../../cni/conflist.js';
+import { delegationProblem } from '../../cni/meta-plugin.js';
+import { conflistName, isConfigName, parkedLinkOriginal } from '../../cni/names.js';
+import { ownerOf, readEntry, type EntryRead } from '../../fs/bounded-read.js';
+import { sha256 } from '../../fs/content-hash.js';
+import type { Dir } from '../../fs/dir.js';
+import type { BytesInFlight } from './bytes-in-flight.js';
+import { convertConf, type ConversionContext } from './conf-conversion.js';
+import type { ConfigBook } from './config-book.js';
+import type { KeeperDeps } from './config-keeper.js';
+import { findDelegate, findLinked, findParked, notOurs, unreadable, type Found, type Source, type SourceContext } from './config-sources.js';
+import type { InPlaceWriter, PatchJob } from './in-place-write.js';
+import type { MetaDelegates } from './meta-delegates.js';
+import { CHAINED, GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcome.js';
+import { PrimaryScope } from './primary-scope.js';
+import type { SymlinkTargets } from './symlink-targets.js';
+
+/** What a pass's synchronous part comes to: an outcome, the write it decided, or a promise of an outcome. */
+export type Decision = PassOutcome | PatchJob | Promise<PassOutcome>;
+
+/** What a pass needs of its keeper beyond the parts it shares. */
+export interface PassKeeper {
+  /** No config by this name any more. */
+  forget(name: string): void;
+  /** Lists net.d again and triggers a pass of every config (primary scope, once the loaded file went). */
+  scan(): number;
+}
+
+export class InPlacePass {
+  private readonly conversion: ConversionContext;
+  private readonly sources: SourceContext;
+  /** CNI_PATCH_SCOPE=primary: per net.d on disk, the file the runtime loads, as listed in this turn. */
+  private readonly primaryScope: PrimaryScope;
+
+  constructor(
+    private readonly deps: KeeperDeps,
+    private readonly keeper: PassKeeper,
+    private readonly book: ConfigBook,
+    private readonly targets: SymlinkTargets,
+    private readonly writer: InPlaceWriter,
+    private readonly inFlight: BytesInFlight,
+    private readonly metaDelegates: MetaDelegates,
+  ) {
+    this.conversion = { deps, book, targets };
+    this.sources = { deps, targets };
+    this.primaryScope = new PrimaryScope(deps.config.suffixes);
+  }
+
+  /** The pass's synchronous part: an outcome, the write it decided, or a promise of an outcome. */
+  start(netDir: Dir, name: string): Decision {
+    const { config } = this.deps;
+    // (1) classify
+    const original = parkedLinkOriginal(name);
+    if (original !== undefined) return this.patchFound(netDir, name, findParked(this.sources, netDir, name, original));
+    if (!isConfigName(name, config.suffixes)) return notOurs(this.sources, netDir, name);
+    // (2) read first: for a regular file (nearly every pass) that one call is all the I/O before planning.
+    const read = readEntry(netDir, name, config.maxConfigBytes, { xattrs: true });
+    if (read.kind === 'missing') {
+      if (netDir.hasUndecodable(name)) {
+        // Readiness must not say chained while the runtime may load a file we cannot even open.
+        if (config.scope === 'primary' && name !== this.primaryScope.loadedName(netDir)) return quiet('out-of-scope');
+        return problem('error', 'its name is not valid UTF-8: cni-chainer cannot open it by name; rename it');
+      }
+      this.keeper.forget(name);
+      // The runtime may now load another file: in primary scope that one needs a look, against a
+      // listing without the file that is gone.
+      if (config.scope === 'primary') {
+        this.primaryScope.forget(netDir);
+        this.keeper.scan();
+      }
+      return UNCHANGED;
+    }
+    // Directories, FIFOs and devices are never configs: libcni skips them too.
+    if (read.kind === 'not-regular') return GONE;
+    if (config.scope === 'primary' && name !== this.primaryScope.loadedName(netDir)) return quiet('out-of-scope');
+    if (read.kind === 'symlink') return this.patchFound(netDir, name, findLinked(this.sources, netDir, name));
+    return this.patch(netDir, name, { dir: netDir, name }, read);
+  }
+
+  /** Steps (2) to (4) for the file found behind a name; a directory opened for it is closed after. */
+  private patchFound(netDir: Dir, name: string, found: Found | PassOutcome): Decision {
+    if (found.kind !== 'found') return found;
+    const { source, read } = found;
+    if (source.dir === netDir) return this.patch(netDir, name, source, read);
+    // The directory opened for it is closed once the outcome is there, however it ends.
+    let patching: Decision;
+    try {
+      patching = this.patch(netDir, name, source, read);
+    } catch (err) {
+      source.dir.close();
+      throw err;
+    }
+    if (patching instanceof Promise) return patching.finally(() => source.dir.close());
+    if (patching.kind === 'write') return this.writer.written(patching).finally(() => source.dir.close());
+    source.dir.close();
+    return patching;
+  }
+
+  /** Steps (2) to (4) for one file: its read checked, the decision, and the write if one is due. */
+  private patch(netDir: Dir, name: string, source: Source, read: EntryRead): Decision {
+    const since = this.book.takeFirstEvent(name);
+    if (read.kind !== 'file') return unreadable(read, source, this.deps.config.maxConfigBytes);
+    // The content and its patched copy count against the bytes in flight until the write is done;
+    // xattrs too: a read holds their values until the write has copied them.
+    let held = 2 * read.bytes.length;
+    for (let i = 0; i < read.xattrs.length; i++) held += read.xattrs[i]![1].length;
+    const decision = this.decide(netDir, name, source, read, since);
+    if (decision instanceof Promise) return this.inFlight.holdUntil(held, decision);
+    // A write holds them from when it starts (a meta config's bytes too, while its delegate is written).
+    if (decision.kind === 'write') decision.held += held;
+    return decision;
+  }
+
+  /** (3) decide: the outcome, the write that is due, or a promise of an outcome (a conversion, a delegate elsewhere). */
+  private decide(netDir: Dir, name: string, source: Source, read: EntryRead & { kind: 'file' }, since: bigint): Decision {
+    const { plugin } = this.deps;
+    const content = read.bytes;
+    const fileKey = `${source.dir.disk}/${source.name}`;
+    this.book.fileIsThere(fileKey);
+    const digest = sha256(content);
+    if (this.book.holdsOurWrite(fileKey, digest)) return { kind: 'written', fileKey }; // the event of our own write
+
+    const plan = planPatch(content, plugin);
+    if (source.metaDelegate !== true && source.dir.disk === netDir.disk) this.metaDelegates.planned(name, plan);
+    // A regular file in net.d leads nowhere else (a meta-plugin's pass says where it delegates).
+    if (source.linkText === undefined && source.metaDelegate !== true && plan.action !== 'delegates') this.targets.remove(name);
+    // Half-written or broken: left as it is; the write that completes it brings another event.
+    if (plan.action === 'invalid') return problem('invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`);
+    if (plan.action === 'refuse') return problem('error', plan.reason);
+    if (plan.action === 'delegates') {
+      if (source.metaDelegate === true) return problem('error', delegationProblem.nested);
+      // Inside the hold (patch): the meta config's bytes stay counted while its delegate is written.
+      return this.patchFound(netDir, name, findDelegate(this.sources, name, plan.delegation));
+    }
+    if (plan.action === 'none') return CHAINED;
+    // Never chain without the plugin's binary (plugin-binary.ts): the pod would fail, or start
+    // unmeshed. The reinstall that brings it back rescans.
+    const noBinary = this.deps.binary.problem();
+    if (noBinary !== undefined) return problem('no-binary', noBinary);
+    // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
+    const rewrittenAfterOurPatch = this.book.wroteBefore(fileKey);
+    const backoff = this.book.beforeRewrite(name, fileKey, rewrittenAfterOurPatch);
+    if (backoff !== undefined) return backoff;
+
+    const owner = ownerOf(read);
+    // A single-plugin config becomes a conflist of the same stem; any other keeps its name.
+    const destName = plan.upgraded ? conflistName(parkedLinkOriginal(name) ?? name) : name;
+    if (plan.upgraded && destName === name) {
+      // libcni matches `.conf` case-sensitively: the runtime never loads `X.CONF`, and a conversion
+      // would turn it into the `.conflist` it loads first. Left as it is, and harmless as it is.
+      return quiet('not-loaded', 'a single-plugin config the runtime does not load (libcni matches .conf, .conflist and .json case-sensitively): left as it is');
+    }
+    if (destName !== name) {
+      // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
+      const readBy = source.metaDelegate === true ? name : this.metaDelegates.readerOf(netDir, source);
+      if (readBy !== undefined) {
+        return problem('error', `${readBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
+      }
+      return convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
+    }
+    // (4) write: the pass starts it (runPass)
+    return { kind: 'write', netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch, held: 0 };
+  }
+}
