@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { Dir } from '../../src/fs/dir.js';
 import { flushReplacements, LANDING, replaceEntry, type Replacement } from '../../src/fs/replace-batches.js';
 import { tempNameFor } from '../../src/fs/temp-names.js';
+import { repoRoot } from '../helpers/addon-path.js';
+import { runProcess } from '../helpers/run-node.js';
 import { tempDir } from '../helpers/tmp.js';
 
 function replacement(dir: Dir, name: string, text: string): Replacement {
@@ -42,5 +44,34 @@ describe('replacement batches', () => {
     } finally {
       dir.close();
     }
+  });
+});
+
+describe('replacement callbacks', () => {
+  // A pass hears how its write ended from the batch's completion (daemon/keepers/reconciler.ts): a
+  // defect that throws in one callback must not leave the batch's other passes waiting for ever. In a
+  // process of its own (one pool thread, so both are one batch), where the throw is uncaught.
+  it('tells every replacement of a batch how it ended, even after one callback throws', async () => {
+    const root = tempDir();
+    const built = (file: string) => JSON.stringify(path.join(repoRoot, 'dist', 'src', 'fs', file));
+    const script = `
+      const { Dir } = await import(${built('dir.js')});
+      const { LANDING, flushReplacements, replaceEntryThen } = await import(${built('replace-batches.js')});
+      const { tempNameFor } = await import(${built('temp-names.js')});
+      const heard = [];
+      process.on('uncaughtException', (err) => heard.push('uncaught: ' + err.message));
+      const dir = Dir.open(${JSON.stringify(root)});
+      const job = (name) => ({ dirfd: dir.fd, tmp: tempNameFor(name), name, bytes: Buffer.from(name), mode: 0o644, uid: -1, gid: -1, xattrs: [], landing: LANDING.rename, expect: undefined });
+      replaceEntryThen(job('a.conflist'), (result) => {
+        heard.push('a: ' + result);
+        throw new Error('a defect');
+      });
+      replaceEntryThen(job('b.conflist'), (result) => heard.push('b: ' + result));
+      flushReplacements();
+      setTimeout(() => console.log(JSON.stringify(heard)), 1000);`;
+    const result = await runProcess(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, UV_THREADPOOL_SIZE: '1' } });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual(['a: renamed', 'b: renamed', 'uncaught: a defect']);
+    expect(readFileSync(path.join(root, 'b.conflist'), 'utf8')).toBe('b.conflist');
   });
 });
