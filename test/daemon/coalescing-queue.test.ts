@@ -289,4 +289,28 @@ describe('CoalescingQueue with passes that end at once', () => {
     expect(errors).toHaveLength(1);
     expect(queue.size).toBe(0);
   });
+
+  it('takes a second ended() of one pass for nothing: the bound still holds', () => {
+    let running = 0;
+    let peak = 0;
+    const open: Array<() => void> = [];
+    const queue = queueOf(
+      (key, ended) => {
+        running++;
+        peak = Math.max(peak, running);
+        open.push(() => {
+          running--;
+          ended(key);
+          ended(key); // a defect: said twice
+        });
+      },
+      () => {},
+      2,
+    );
+    for (const key of ['a', 'b', 'c', 'd', 'e']) queue.trigger(key);
+    expect(running).toBe(2);
+    while (open.length > 0) open.shift()!();
+    expect(peak).toBe(2);
+    expect(queue.size).toBe(0);
+  });
 });

@@ -71,8 +71,12 @@ export class CoalescingQueue<K = string> {
   }
 
   private passEnded(key: K): void {
+    const state = this.states.get(key);
+    // A runner that says so twice (a defect) frees no second slot once the key's pass is over: the
+    // bound would not hold. (Were the key running again by then, the defect would end that pass.)
+    if (state !== 'running' && state !== 'running-again') return;
     // Read and updated in one synchronous step, so no trigger can fall between the two.
-    if (this.states.get(key) === 'running-again') {
+    if (state === 'running-again') {
       this.states.set(key, 'running');
       this.again.push(key);
     } else {
