@@ -2,10 +2,11 @@
 // triggers during a pass cause exactly one more pass afterwards. At most `limit` passes run at once,
 // and while others run a pass starts only if `hasRoom()` says so (the reconciler's bound on the bytes
 // its passes hold); the others wait in trigger order. With room, the first pass starts synchronously
-// inside trigger(), so a complete-write event is acted on at once.
+// inside trigger(), so a complete-write event is acted on at once (a trigger from inside a pass:
+// as soon as that pass's runPass returns).
 //
 // The limit bounds what passes hold between their read and their write's completion: an fd for a
-// symlink's target directory, a pending promise. Their writes go to libuv's pool in batches
+// symlink's target directory, a write waiting on the pool. Their writes go to libuv's pool in batches
 // (fs/replace-batches.ts), so the limit also sets how large a batch can be: at 32, a storm's passes
 // finished two by two and each next one went to the pool alone (4,734 hand-offs for 5,000 files; at
 // 128, 131 of ~38 files each), and waking a pool thread per file cost more CPU than its syscalls.
