@@ -30,6 +30,7 @@ import { fsyncDir } from './dir-sync.js';
 import type { ReplaceOutcome } from '../native/addon.js';
 import { LANDING, replaceEntryThen } from './replace-batches.js';
 import { errnoCode } from './errno.js';
+import { promised, tellWhenSettled, type Done } from '../done.js';
 
 const fsyncAsync = promisify(fsync);
 
@@ -160,12 +161,9 @@ function tempFor(name: string, options: AtomicWriteOptions): string {
   return tempNameFor(name, options.expect === undefined ? 'new' : (options.expectHash ?? contentHash(options.expect)));
 }
 
-/** How a write of bytes ended: `result`, or `error` when it is undefined. */
-export type WriteDone = (error: unknown, result?: WriteResult) => void;
-
 /** writeFileAtomic of bytes: one native call, directory fsync included. */
 function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions): Promise<WriteResult> {
-  return new Promise((resolve, reject) => writeBytesThen(dir, name, bytes, options, (error, result) => (result === undefined ? reject(error) : resolve(result))));
+  return promised((done) => writeBytesThen(dir, name, bytes, options, done));
 }
 
 /**
@@ -173,12 +171,12 @@ function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteO
  * promise: a storm's writes wait on the pool together, and each promise and frame they hold would
  * outlive a scavenge and be promoted (docs/performance.md).
  */
-export function writeBytesThen(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions, done: WriteDone): void {
+export function writeBytesThen(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions, done: Done<WriteResult>): void {
   const { expect } = options;
   const landing = options.noReplace === true ? LANDING.noReplace : expect === undefined ? LANDING.rename : exchangeSupported ? LANDING.exchange : undefined;
   if (landing === undefined) {
     // No RENAME_EXCHANGE here (found out earlier): the step-by-step path re-checks and renames.
-    writeInSteps(dir, name, bytes, options, bytes).then((result) => done(undefined, result), done);
+    tellWhenSettled(writeInSteps(dir, name, bytes, options, bytes), done);
     return;
   }
   let tmp: string;
@@ -186,15 +184,15 @@ export function writeBytesThen(dir: Dir, name: string, bytes: Buffer, options: A
     tmp = tempFor(name, options);
     const ids = ownerIds(options);
     const xattrs = (options.xattrs ?? []).map(([key, value]) => ({ name: key, value, optional: OPTIONAL_XATTR.test(key) }));
-    replaceEntryThen({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect }, (replaced) => {
-      if (typeof replaced !== 'string') return done(dir.naming(name, replaced));
+    replaceEntryThen({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect }, (error, replaced) => {
+      if (replaced === undefined) return done(dir.naming(name, error));
       let after: WriteResult | Promise<WriteResult>;
       try {
         after = afterReplace(dir, tmp, name, bytes, options, replaced);
       } catch (err) {
         return done(err);
       }
-      if (after instanceof Promise) after.then((result) => done(undefined, result), done);
+      if (after instanceof Promise) tellWhenSettled(after, done);
       else done(undefined, after);
     });
   } catch (err) {

@@ -5,6 +5,7 @@
 // threads; as many as the pool has keep the disk's fsyncs in flight together.
 import type { ReplaceJobWire, ReplaceOutcome } from '../native/addon.js';
 import { entryIo } from '../native/entry-io.js';
+import type { Done } from '../done.js';
 
 /** One replacement of `name` in `dir`: the temp file `tmp` made, filled, fsynced and landed. */
 export interface Replacement {
@@ -31,12 +32,9 @@ export function toWire(r: Replacement): ReplaceJobWire {
 /** A replacement's `landing` (native/entry_replace.cc): rename over, rename only if absent, or exchange and compare. */
 export const LANDING = { rename: 0, noReplace: 1, exchange: 2 } as const;
 
-/** Called once with how the replacement landed, or the error that stopped it. */
-export type ReplaceDone = (result: ReplaceOutcome | Error) => void;
-
 interface Pending {
   job: ReplaceJobWire;
-  done: ReplaceDone;
+  done: Done<ReplaceOutcome>;
 }
 
 // libuv's pool size, as libuv reads it (UV_THREADPOOL_SIZE, default 4).
@@ -49,7 +47,7 @@ let queued: Pending[] = [];
  * and calls `done` from the batch's completion. A callback, not a promise: during a storm up to 128
  * writes wait on the pool at once, and what each holds outlives a scavenge (docs/performance.md).
  */
-export function replaceEntryThen(replacement: Replacement, done: ReplaceDone): void {
+export function replaceEntryThen(replacement: Replacement, done: Done<ReplaceOutcome>): void {
   const job = toWire(replacement);
   // At the end of this turn (setImmediate runs after the poll phase), not at the next microtask: in a
   // storm, passes bounded by the queue start from the completions of earlier writes, one after
@@ -57,11 +55,6 @@ export function replaceEntryThen(replacement: Replacement, done: ReplaceDone): v
   // its own directory fsync and pool wake-up).
   if (queued.length === 0) setImmediate(flush);
   queued.push({ job, done });
-}
-
-/** replaceEntryThen as a promise. */
-export function replaceEntry(replacement: Replacement): Promise<ReplaceOutcome> {
-  return new Promise((resolve, reject) => replaceEntryThen(replacement, (result) => (typeof result === 'string' ? resolve(result) : reject(result))));
 }
 
 /**
@@ -91,22 +84,21 @@ function flush(): void {
     try {
       results = entryIo.replaceEntriesAt(batch.map((p) => p.job));
     } catch (err) {
-      const error = err instanceof Error ? err : new Error(String(err));
-      for (const p of batch) tell(p, error); // bad arguments: nothing was queued
+      for (const p of batch) tell(p, err); // bad arguments: nothing was queued
       continue;
     }
     results.then(
-      (each) => each.forEach((result, k) => tell(batch[k]!, result)),
-      (err: unknown) => batch.forEach((p) => tell(p, err instanceof Error ? err : new Error(String(err)))),
+      (each) => each.forEach((result, k) => (typeof result === 'string' ? tell(batch[k]!, undefined, result) : tell(batch[k]!, result))),
+      (err: unknown) => batch.forEach((p) => tell(p, err)),
     );
   }
 }
 
 // Every replacement of a batch hears how it ended, even when an earlier one's callback throws (a
 // defect): that one is reported as uncaught, as a throw in a promise's handler would be.
-function tell(p: Pending, result: ReplaceOutcome | Error): void {
+function tell(p: Pending, error: unknown, result?: ReplaceOutcome): void {
   try {
-    p.done(result);
+    p.done(error, result);
   } catch (err) {
     queueMicrotask(() => {
       throw err;

@@ -5,7 +5,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Dir } from '../../src/fs/dir.js';
-import { flushReplacements, LANDING, replaceEntry, type Replacement } from '../../src/fs/replace-batches.js';
+import { promised } from '../../src/done.js';
+import { flushReplacements, LANDING, replaceEntryThen, type Replacement } from '../../src/fs/replace-batches.js';
 import { tempNameFor } from '../../src/fs/temp-names.js';
 import { repoRoot } from '../helpers/addon-path.js';
 import { runProcess } from '../helpers/run-node.js';
@@ -27,12 +28,12 @@ describe('replacement batches', () => {
     const root = tempDir();
     const dir = Dir.open(root);
     try {
-      const waiting = replaceEntry(replacement(dir, 'a.conflist', 'a'));
+      const waiting = promised((done) => replaceEntryThen(replacement(dir, 'a.conflist', 'a'), done));
       // Not on the pool yet: the turn has not ended.
       expect(appearsWithoutATurn(path.join(root, 'a.conflist'), 300)).toBe(false);
       await expect(waiting).resolves.toBe('renamed');
 
-      const flushed = replaceEntry(replacement(dir, 'b.conflist', 'b'));
+      const flushed = promised((done) => replaceEntryThen(replacement(dir, 'b.conflist', 'b'), done));
       flushReplacements();
       // On a pool thread now, while this thread has not left the turn.
       expect(appearsWithoutATurn(path.join(root, 'b.conflist'), 5_000)).toBe(true);
@@ -62,11 +63,11 @@ describe('replacement callbacks', () => {
       process.on('uncaughtException', (err) => heard.push('uncaught: ' + err.message));
       const dir = Dir.open(${JSON.stringify(root)});
       const job = (name) => ({ dirfd: dir.fd, tmp: tempNameFor(name), name, bytes: Buffer.from(name), mode: 0o644, uid: -1, gid: -1, xattrs: [], landing: LANDING.rename, expect: undefined });
-      replaceEntryThen(job('a.conflist'), (result) => {
+      replaceEntryThen(job('a.conflist'), (error, result) => {
         heard.push('a: ' + result);
         throw new Error('a defect');
       });
-      replaceEntryThen(job('b.conflist'), (result) => heard.push('b: ' + result));
+      replaceEntryThen(job('b.conflist'), (error, result) => heard.push('b: ' + result));
       flushReplacements();
       setTimeout(() => console.log(JSON.stringify(heard)), 1000);`;
     const result = await runProcess(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, UV_THREADPOOL_SIZE: '1' } });

@@ -14,9 +14,7 @@ import type { KeeperDeps } from './config-keeper.js';
 import type { Source } from './config-sources.js';
 import { AGAIN, type PassOutcome } from './pass-outcome.js';
 import { Spares } from './spares.js';
-
-/** How a pass ended: its outcome, or (with none) the error that stopped it. */
-export type PassDone = (error: unknown, outcome?: PassOutcome) => void;
+import { promised, tellWhenSettled, type Done } from '../../done.js';
 
 /** One decided write: what a pass's decision returns when the file needs one. */
 export interface PatchJob {
@@ -58,7 +56,7 @@ export class InPlaceWriter {
   // Callbacks, not promises: during a storm up to 128 writes wait on the pool at once, and every
   // promise, frame and closure they hold outlives a scavenge and is promoted (docs/performance.md).
   /** Writes `job`, then tells `done` the pass's outcome (or, with none, the error that stopped it). */
-  write(job: PatchJob, done: PassDone): void {
+  write(job: PatchJob, done: Done<PassOutcome>): void {
     this.inFlight.hold(job.held);
     // A file outside net.d is recorded before it is chained (chained-targets.ts).
     const { source, fileKey } = job;
@@ -70,10 +68,10 @@ export class InPlaceWriter {
 
   /** write() as a promise of the outcome: for the passes that wait on more than the write. */
   written(job: PatchJob): Promise<PassOutcome> {
-    return new Promise((resolve, reject) => this.write(job, (error, outcome) => (outcome === undefined ? reject(error) : resolve(outcome))));
+    return promised((done) => this.write(job, done));
   }
 
-  private land(job: PatchJob, target: string | undefined, done: PassDone): void {
+  private land(job: PatchJob, target: string | undefined, done: Done<PassOutcome>): void {
     const { source, fileKey, content, digest, bytes, owner } = job;
     const spare = this.spares.take(fileKey, source.dir, digest, bytes);
     const options = { ...owner, expect: content, expectHash: contentHashOfDigest(digest) };
@@ -88,11 +86,11 @@ export class InPlaceWriter {
       this.over(job, done, undefined, outcome);
     };
     if (spare === undefined) writeBytesThen(source.dir, source.name, bytes, options, finish);
-    else landTemp(source.dir, spare, source.name, options, bytes).then((result) => finish(undefined, result), finish);
+    else tellWhenSettled(landTemp(source.dir, spare, source.name, options, bytes), finish);
   }
 
   /** The write is done: its bytes no longer count, and the pass hears how it ended. */
-  private over(job: PatchJob, done: PassDone, error: unknown, outcome?: PassOutcome): void {
+  private over(job: PatchJob, done: Done<PassOutcome>, error: unknown, outcome?: PassOutcome): void {
     this.inFlight.release(job.held);
     done(error, outcome);
   }

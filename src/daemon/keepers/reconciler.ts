@@ -24,6 +24,7 @@ import { MetaDelegates } from './meta-delegates.js';
 import { UNCHANGED, type PassOutcome } from './pass-outcome.js';
 import { SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
+import { tellWhenSettled } from '../../done.js';
 
 export class Reconciler implements ConfigKeeper, PassRunner<string> {
   readonly targets: SymlinkTargets;
@@ -163,10 +164,7 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
       return this.passOver(name, ended, err, undefined, lease);
     }
     if (decision instanceof Promise) {
-      decision.then(
-        (outcome) => this.passOver(name, ended, undefined, outcome, lease),
-        (err: unknown) => this.passOver(name, ended, err, undefined, lease),
-      );
+      tellWhenSettled(decision, (error, outcome) => this.passOver(name, ended, error, outcome, lease));
     } else if (decision.kind === 'write') {
       this.writer.write(decision, (error, outcome) => this.passOver(name, ended, error, outcome, lease));
     } else {
