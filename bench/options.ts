@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WatchBackendName } from '../src/watch/watcher.js';
 
-function option(name: string, fallback: string): string {
+export function option(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
 }
