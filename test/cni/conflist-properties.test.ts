@@ -1,10 +1,11 @@
 // The byte-exact patcher's properties over arbitrary conflist *texts* (any whitespace, big numbers,
 // escapes, duplicate keys), and meta-plugins (Multus).
+import { isAscii } from 'node:buffer';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compactJson } from '../../src/cni/chained-plugin.js';
 import { chainState, madeByConversion, planPatch, planUnpatch } from '../../src/cni/conflist.js';
-import { scanConfig } from '../../src/cni/scan-config.js';
+import { mayBeMeta, scanConfig } from '../../src/cni/scan-config.js';
 import { type Json, type JsonObject } from '../../src/cni/json.js';
 import { JsonSyntaxError, lastMember, scanJson } from '../../src/cni/json-spans.js';
 import { fixture } from '../helpers/fixtures.js';
@@ -172,6 +173,29 @@ describe('properties', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('the meta-plugin hint (scan-config.ts mayBeMeta)', () => {
+  // Its definition, written plainly: a config that is ASCII, holds no `\u` escape and none of the
+  // hint words in any case surely names no meta-plugin key; anything else may.
+  const oracle = (bytes: Buffer) => !isAscii(bytes) || bytes.includes('\\u') || ['multus', 'clusternetwork', 'delegates'].some((hint) => bytes.toString('latin1').toLowerCase().includes(hint));
+  const hint = fc.constantFrom('multus', 'clusterNetwork', 'delegates', 'MULTUS', 'ClusterNetwork', 'dElEgAtEs', 'multu', 'clusternetwor', 'elegates');
+  const piece = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), hint, fc.constantFrom('\\u', '\\', 'u', '\u017f', '\u212a', '"', 'M', 'c'));
+  const text = fc.array(piece, { maxLength: 8 }).map((parts) => parts.join(''));
+
+  it('says "maybe" exactly where its definition does, over arbitrary texts and every fixture', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        const bytes = Buffer.from(t);
+        expect(mayBeMeta(bytes)).toBe(oracle(bytes));
+      }),
+      { numRuns: 5000 },
+    );
+    for (const name of ['00-multus.conf', '05-cilium.conflist', '10-aws.conflist', '10-calico.conf', '10-calico.conflist', '10-containerd-net.conflist', '10-flannel.conflist', '99-bridge.conf']) {
+      const bytes = Buffer.from(fixture(name));
+      expect(mayBeMeta(bytes), name).toBe(oracle(bytes));
+    }
   });
 });
 
