@@ -12,6 +12,12 @@
 // run` with the agent's environment), sets the same V8 flag once its watch is live, and listens on
 // HEALTH_PORT with node:http as the agent's health server does: what it holds in memory is what any
 // Node agent on this addon holds, and nothing the agent does beyond it.
+//
+// One design choice of the agent's is deliberately not here: on a memory-backed filesystem (tmpfs,
+// where the bench runs) the agent lands a few replacements on the event loop itself, and spreads a
+// storm's over as many pool threads as there are cores (fs/replace-batches.ts). The reference keeps
+// the design both had before, one batch per pool thread, so that its figures stay comparable from one
+// round of measurements to the next, and the ratios show what that choice buys (docs/performance.md).
 import { createServer } from 'node:http';
 import { openSync, readdirSync, writeSync } from 'node:fs';
 import path from 'node:path';

@@ -71,6 +71,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("fsetxattr", Napi::Function::New(env, Fsetxattr, "fsetxattr"));
   exports.Set("readEntryAt", Napi::Function::New(env, ReadEntryAt, "readEntryAt"));
   exports.Set("replaceEntriesAt", Napi::Function::New(env, ReplaceEntriesAt, "replaceEntriesAt"));
+  exports.Set("replaceEntriesAtNow", Napi::Function::New(env, ReplaceEntriesAtNow, "replaceEntriesAtNow"));
+  exports.Set("filesystemType", Napi::Function::New(env, FilesystemType, "filesystemType"));
   exports.Set("sha256", Napi::Function::New(env, Sha256, "sha256"));
   exports.Set("getrandom", Napi::Function::New(env, GetRandom, "getrandom"));
   exports.Set("flock", Napi::Function::New(env, Flock, "flock"));

@@ -29,3 +29,5 @@
 //     before anything is queued.
 Napi::Value ReadEntryAt(const Napi::CallbackInfo& info);
 Napi::Value ReplaceEntriesAt(const Napi::CallbackInfo& info);
+//   replaceEntriesAtNow(jobs) -> Array<string | Error>: the same batch, run on the calling thread.
+Napi::Value ReplaceEntriesAtNow(const Napi::CallbackInfo& info);

@@ -192,6 +192,30 @@ class Replacement {
   std::string errorPath_;
 };
 
+// Every job of a batch, one after the other, then (5) one directory fsync per directory where
+// something landed: it makes every rename of the batch durable, the barrier the whole batch shares
+// instead of one more fsync per file.
+void RunBatch(std::vector<Replacement>& jobs) {
+  for (Replacement& job : jobs) job.Run();
+  std::vector<int> synced;
+  for (Replacement& job : jobs) {
+    if (!job.Landed() || std::find(synced.begin(), synced.end(), job.dirfd()) != synced.end()) continue;
+    synced.push_back(job.dirfd());
+    if (fsync(job.dirfd()) == 0) continue;
+    const int error = errno;
+    for (Replacement& other : jobs) {
+      if (other.dirfd() == job.dirfd() && other.Landed()) other.DirectorySyncFailed(error);
+    }
+  }
+}
+
+// Each job's landing or errno error, in order.
+Napi::Array Results(Napi::Env env, const std::vector<Replacement>& jobs) {
+  Napi::Array results = Napi::Array::New(env, jobs.size());
+  for (size_t i = 0; i < jobs.size(); i++) results.Set(static_cast<uint32_t>(i), jobs[i].Result(env));
+  return results;
+}
+
 // The pool thread that runs a batch gives up wakeup preemption (SCHED_BATCH, sched(7)): on a node with
 // few cores, a pool thread woken by the hand-off otherwise preempts the event loop that woke it, in
 // the middle of the storm it is still reading. Its share of CPU is unchanged, and it needs no
@@ -221,27 +245,10 @@ class ReplaceBatch : public Napi::AsyncWorker {
 
   void Execute() override {
     RunAsBatchThread();
-    for (Replacement& job : jobs_) job.Run();
-    // (5) One directory fsync per directory makes every rename of the batch durable: the barrier the
-    // whole batch shares, instead of one more trip through the pool per file.
-    std::vector<int> synced;
-    for (Replacement& job : jobs_) {
-      if (!job.Landed() || std::find(synced.begin(), synced.end(), job.dirfd()) != synced.end()) continue;
-      synced.push_back(job.dirfd());
-      if (fsync(job.dirfd()) == 0) continue;
-      const int error = errno;
-      for (Replacement& other : jobs_) {
-        if (other.dirfd() == job.dirfd() && other.Landed()) other.DirectorySyncFailed(error);
-      }
-    }
+    RunBatch(jobs_);
   }
 
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Array results = Napi::Array::New(env, jobs_.size());
-    for (size_t i = 0; i < jobs_.size(); i++) results.Set(static_cast<uint32_t>(i), jobs_[i].Result(env));
-    deferred_.Resolve(results);
-  }
+  void OnOK() override { deferred_.Resolve(Results(Env(), jobs_)); }
 
  private:
   Napi::Promise::Deferred deferred_;
@@ -277,17 +284,31 @@ Replacement ParseJob(Napi::Env env, Napi::Value value) {
   return Replacement(dirfd, std::move(tmp), std::move(name), data, mode, uid, gid, std::move(xattrs), landing, expect);
 }
 
-}  // namespace
-
-Napi::Value ReplaceEntriesAt(const Napi::CallbackInfo& info) {
+std::vector<Replacement> ParseJobs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsArray()) throw Napi::TypeError::New(env, "jobs must be an array");
   Napi::Array list = info[0].As<Napi::Array>();
   std::vector<Replacement> jobs;
   jobs.reserve(list.Length());
   for (uint32_t i = 0; i < list.Length(); i++) jobs.push_back(ParseJob(env, list.Get(i)));
-  auto* worker = new ReplaceBatch(env, list, std::move(jobs));
+  return jobs;
+}
+
+}  // namespace
+
+Napi::Value ReplaceEntriesAt(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::vector<Replacement> jobs = ParseJobs(info);
+  auto* worker = new ReplaceBatch(env, info[0].As<Napi::Array>(), std::move(jobs));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;
+}
+
+// The same batch on the calling thread: the arguments' Buffers are referenced by the caller's frame
+// for the whole call.
+Napi::Value ReplaceEntriesAtNow(const Napi::CallbackInfo& info) {
+  std::vector<Replacement> jobs = ParseJobs(info);
+  RunBatch(jobs);
+  return Results(info.Env(), jobs);
 }

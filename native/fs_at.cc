@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -142,4 +143,10 @@ Napi::Value Fsetxattr(const Napi::CallbackInfo& info) {
     throw ErrnoError(info.Env(), errno, "fsetxattr", name);
   }
   return info.Env().Undefined();
+}
+
+Napi::Value FilesystemType(const Napi::CallbackInfo& info) {
+  struct statfs st;
+  if (fstatfs(IntArg(info, 0, "fd"), &st) != 0) throw ErrnoError(info.Env(), errno, "fstatfs", "");
+  return Napi::Number::New(info.Env(), static_cast<double>(st.f_type));
 }

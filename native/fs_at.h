@@ -26,3 +26,5 @@ constexpr size_t kMaxXattrBytes = 64 * 1024;
 // The same for callers in C++ (entry_read.cc): `*over` is set, and nothing returned, past the bound.
 Napi::Array ReadXattrs(Napi::Env env, int fd, bool* over);
 Napi::Value Fsetxattr(const Napi::CallbackInfo& info);
+//   filesystemType(fd) -> number                    (fstatfs(2)'s f_type: the filesystem's magic)
+Napi::Value FilesystemType(const Napi::CallbackInfo& info);

@@ -184,7 +184,7 @@ export function writeBytesThen(dir: Dir, name: string, bytes: Buffer, options: A
     tmp = tempFor(name, options);
     const ids = ownerIds(options);
     const xattrs = (options.xattrs ?? []).map(([key, value]) => ({ name: key, value, optional: OPTIONAL_XATTR.test(key) }));
-    replaceEntryThen({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect }, (error, replaced) => {
+    replaceEntryThen({ dirfd: dir.fd, tmp, name, bytes, mode: options.mode, uid: ids.uid, gid: ids.gid, xattrs, landing, expect }, dir.backing, (error, replaced) => {
       if (replaced === undefined) return done(dir.naming(name, error));
       let after: WriteResult | Promise<WriteResult>;
       try {

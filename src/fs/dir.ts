@@ -9,6 +9,7 @@ import { TurnMemo } from '../turn-memo.js';
 import { SYSCALL } from '../native/addon.js';
 import { fsCalls } from '../native/fs-calls.js';
 import { errnoCode } from './errno.js';
+import { isMemoryBacked } from './memory-backed.js';
 
 // Entry names only: RESOLVE_BENEATH refuses `..` and absolute names, RESOLVE_NO_SYMLINKS a link.
 const ENTRY_ONLY = SYSCALL.RESOLVE_BENEATH | SYSCALL.RESOLVE_NO_SYMLINKS | SYSCALL.RESOLVE_NO_MAGICLINKS;
@@ -32,8 +33,13 @@ export function kernelHasOpenat2(): boolean {
 /** Per directory (disk path), the names of its entries that are not UTF-8, as listed in this turn. */
 const undecodableThisTurn = new TurnMemo<string, ReadonlySet<string>>();
 
+/** Where a directory's files live: only in memory (tmpfs, ramfs), or on a device that fsync waits for. */
+export type Backing = 'memory' | 'device';
+
 export class Dir {
   private closed = false;
+  /** Asked once per Dir: an open directory's filesystem never changes. */
+  private backingFound: Backing | undefined = undefined;
 
   /** `fd` is owned by the Dir from now on; `disk` names it in logs and keys shared directory fsyncs. */
   constructor(
@@ -58,6 +64,11 @@ export class Dir {
   openEntry(name: string, flags: number, mode = 0): number {
     const all = flags | constants.O_NOFOLLOW | constants.O_NONBLOCK;
     return this.call(name, () => (kernelHasOpenat2() ? fsCalls.openat2(this.fd, name, all, mode, ENTRY_ONLY) : openSync(this.viaFd(name), all, mode)));
+  }
+
+  /** Whether this directory's filesystem waits on a device (fs/memory-backed.ts). */
+  get backing(): Backing {
+    return (this.backingFound ??= isMemoryBacked(this.fd) ? 'memory' : 'device');
   }
 
   /** Runs a syscall on entry `name`; a failure names the entry by its full path, as fs errors do. */

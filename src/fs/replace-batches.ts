@@ -1,11 +1,15 @@
-// The addon's replacements (native/entry_io.h) handed to libuv's pool in batches. Replacements asked
-// for in one turn of the event loop (a storm's passes start together from one read of inotify events)
-// go out together at its end, spread over the pool's threads: each thread works through its share one
-// file after another, as the floor's threads do (bench/floor.c). Fewer, larger work items wake fewer
-// threads; as many as the pool has keep the disk's fsyncs in flight together.
+// The addon's replacements (native/entry_io.h), run in batches. Replacements asked for in one turn of
+// the event loop (a storm's passes start together from one read of inotify events) go out together at
+// its end. On a disk they are spread over the pool's threads: each works through its share one file
+// after another, as the floor's threads do (bench/floor.c), and as many as the pool has keep the
+// disk's fsyncs in flight together. On a memory-backed filesystem (tmpfs: fs/memory-backed.ts) no
+// step waits on a device: a few run on the event loop itself, in one call, and more are spread over
+// as many threads as there are cores.
 import type { ReplaceJobWire, ReplaceOutcome } from '../native/addon.js';
 import { entryIo } from '../native/entry-io.js';
 import type { Done } from '../done.js';
+import type { Backing } from './dir.js';
+import { availableParallelism } from 'node:os';
 
 /** One replacement of `name` in `dir`: the temp file `tmp` made, filled, fsynced and landed. */
 export interface Replacement {
@@ -39,22 +43,37 @@ interface Pending {
 
 // libuv's pool size, as libuv reads it (UV_THREADPOOL_SIZE, default 4).
 const POOL_THREADS = Math.max(1, Math.min(1024, Number(process.env.UV_THREADPOOL_SIZE) || 4));
-
-let queued: Pending[] = [];
+// A replacement on a memory-backed filesystem is CPU work alone: more batches than cores would only
+// make its threads take turns, with a context switch each time.
+const CORES = Math.max(1, availableParallelism());
 
 /**
- * Runs `replacement` on the pool, in a batch with the others asked for in this turn of the event loop,
- * and calls `done` from the batch's completion. A callback, not a promise: during a storm up to 128
- * writes wait on the pool at once, and what each holds outlives a scavenge (docs/performance.md).
+ * Replacements on a memory-backed filesystem (fs/memory-backed.ts) asked for in one turn that run on
+ * the event loop itself rather than on the pool: a single change's, or a few. There a replacement is
+ * its syscalls alone, and the pool's two hand-offs (a thread woken for it, then the loop woken for its
+ * completion) cost the single change more than running them here: measured, the landing came ~25 us
+ * sooner (docs/performance.md). A storm's turns ask for tens at once, and those go to the pool, whose
+ * threads then write while the loop reads and plans the next files.
  */
-export function replaceEntryThen(replacement: Replacement, done: Done<ReplaceOutcome>): void {
+export const ON_LOOP_AT_MOST = 4;
+
+let queued: Pending[] = [];
+let queuedInMemory: Pending[] = [];
+
+/**
+ * Runs `replacement` in a batch with the others asked for in this turn of the event loop, and calls
+ * `done` from the batch's completion: on the pool, or (`backing` memory, a few of them) on the loop.
+ * A callback, not a promise: during a storm up to 128 writes wait on the pool at once, and what each
+ * holds outlives a scavenge (docs/performance.md).
+ */
+export function replaceEntryThen(replacement: Replacement, backing: Backing, done: Done<ReplaceOutcome>): void {
   const job = toWire(replacement);
   // At the end of this turn (setImmediate runs after the poll phase), not at the next microtask: in a
   // storm, passes bounded by the queue start from the completions of earlier writes, one after
   // another, and a microtask flush sent each of them alone (1.4 files per batch measured, each with
   // its own directory fsync and pool wake-up).
-  if (queued.length === 0) setImmediate(flush);
-  queued.push({ job, done });
+  if (queued.length === 0 && queuedInMemory.length === 0) setImmediate(flush);
+  (backing === 'memory' ? queuedInMemory : queued).push({ job, done });
 }
 
 /**
@@ -64,33 +83,72 @@ export function replaceEntryThen(replacement: Replacement, done: Done<ReplaceOut
  * finds nothing left.
  */
 export function flushReplacements(): void {
-  if (queued.length > 0) flush();
+  if (queued.length > 0 || queuedInMemory.length > 0) flush();
+}
+
+/** `items` split into `batches` batches (fewer when there are fewer items), in order. */
+export function inBatches<T>(items: readonly T[], batches: number): T[][] {
+  const out: T[][] = [];
+  if (items.length === 0) return out;
+  const perBatch = Math.ceil(items.length / Math.min(batches, items.length));
+  for (let at = 0; at < items.length; at += perBatch) out.push(items.slice(at, at + perBatch));
+  return out;
 }
 
 /** `items` split into one batch per pool thread (fewer when there are fewer items), in order. */
 export function perPoolThread<T>(items: readonly T[]): T[][] {
-  const batches: T[][] = [];
-  if (items.length === 0) return batches;
-  const perBatch = Math.ceil(items.length / Math.min(POOL_THREADS, items.length));
-  for (let at = 0; at < items.length; at += perBatch) batches.push(items.slice(at, at + perBatch));
-  return batches;
+  return inBatches(items, POOL_THREADS);
 }
 
 function flush(): void {
-  const pending = queued;
+  const onDevice = queued;
+  const inMemory = queuedInMemory;
   queued = [];
-  for (const batch of perPoolThread(pending)) {
-    let results: Promise<Array<ReplaceOutcome | Error>>;
-    try {
-      results = entryIo.replaceEntriesAt(batch.map((p) => p.job));
-    } catch (err) {
-      for (const p of batch) tell(p, err); // bad arguments: nothing was queued
-      continue;
-    }
-    results.then(
-      (each) => each.forEach((result, k) => (typeof result === 'string' ? tell(batch[k]!, undefined, result) : tell(batch[k]!, result))),
-      (err: unknown) => batch.forEach((p) => tell(p, err)),
-    );
+  queuedInMemory = [];
+  // The pool's first, so that its threads work while the loop runs its own. On a device each thread
+  // takes a share, and their fsyncs share the journal's commits.
+  for (const batch of perPoolThread(onDevice)) sendToPool(batch);
+  if (inMemory.length > ON_LOOP_AT_MOST) {
+    for (const batch of inBatches(inMemory, Math.min(CORES, POOL_THREADS))) sendToPool(batch);
+  } else if (inMemory.length > 0) {
+    runOnLoop(inMemory);
+  }
+}
+
+function sendToPool(batch: Pending[]): void {
+  let results: Promise<Array<ReplaceOutcome | Error>>;
+  try {
+    results = entryIo.replaceEntriesAt(batch.map((p) => p.job));
+  } catch (err) {
+    for (const p of batch) tell(p, err); // bad arguments: nothing was queued
+    return;
+  }
+  results.then(
+    (each) => told(batch, each),
+    (err: unknown) => batch.forEach((p) => tell(p, err)),
+  );
+}
+
+// One call, one batch: its directory fsyncs are shared as on the pool. Each replacement hears how it
+// ended before this returns; the passes those callbacks start queue their writes for the next turn.
+function runOnLoop(batch: Pending[]): void {
+  const jobs: ReplaceJobWire[] = new Array(batch.length);
+  for (let k = 0; k < batch.length; k++) jobs[k] = batch[k]!.job;
+  let results: Array<ReplaceOutcome | Error>;
+  try {
+    results = entryIo.replaceEntriesAtNow(jobs);
+  } catch (err) {
+    for (const p of batch) tell(p, err); // bad arguments: nothing was done
+    return;
+  }
+  told(batch, results);
+}
+
+function told(batch: Pending[], results: Array<ReplaceOutcome | Error>): void {
+  for (let k = 0; k < batch.length; k++) {
+    const result = results[k]!;
+    if (typeof result === 'string') tell(batch[k]!, undefined, result);
+    else tell(batch[k]!, result);
   }
 }
 

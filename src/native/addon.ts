@@ -107,6 +107,10 @@ export interface NativeAddon {
    * (native/entry_io.h); each job's landing or errno error, in order.
    */
   replaceEntriesAt(jobs: ReplaceJobWire[]): Promise<Array<ReplaceOutcome | Error>>;
+  /** The same batch run on the calling thread (for a filesystem that never waits on a device: fs/memory-backed.ts). */
+  replaceEntriesAtNow(jobs: ReplaceJobWire[]): Array<ReplaceOutcome | Error>;
+  /** fstatfs(2)'s f_type of an open fd: the filesystem's magic number. */
+  filesystemType(fd: number): number;
   /** SHA-256 in lowercase hex, by the OpenSSL Node links (native/digest.h). */
   sha256(data: Buffer | string): string;
   /** n bytes from getrandom(2). */

@@ -3,5 +3,5 @@
 import { addon, type NativeAddon } from './addon.js';
 
 export type { RawEntryRead } from './addon.js';
-export type EntryIo = Pick<NativeAddon, 'readEntryAt' | 'replaceEntriesAt'>;
+export type EntryIo = Pick<NativeAddon, 'readEntryAt' | 'replaceEntriesAt' | 'replaceEntriesAtNow'>;
 export const entryIo: EntryIo = addon;

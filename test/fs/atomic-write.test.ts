@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parsePlugin } from '../../src/cni/chained-plugin.js';
@@ -10,8 +11,8 @@ import { touchSymlink } from '../../src/fs/touch-symlink.js';
 import { Dir } from '../../src/fs/dir.js';
 import { addon } from '../../src/native/addon.js';
 import { pluginText } from '../helpers/fixtures.js';
-import { tempDir } from '../helpers/tmp.js';
-import { skipOrFail } from '../helpers/capability.js';
+import { hasTmpfs, isTmpfs, tempDir, tmpfsDir } from '../helpers/tmp.js';
+import { itWith, skipOrFail } from '../helpers/capability.js';
 
 /** The writer relative to `file`'s directory, opened for the call. */
 async function writeFileAtomic(file: string, data: string | Buffer, options: AtomicWriteOptions) {
@@ -40,7 +41,7 @@ function threadPolicies(): Array<{ tid: number; policy: number }> {
   }));
 }
 
-describe('writeFileAtomic', () => {
+describe('writeFileAtomic on the pool', () => {
   it('runs on a pool thread that gives up wakeup preemption (SCHED_BATCH); the event loop keeps its policy', async () => {
     const dir = tempDir();
     // As many writes at once as the pool has threads, so that each thread runs a batch.
@@ -48,6 +49,24 @@ describe('writeFileAtomic', () => {
     const policies = threadPolicies();
     expect(policies.find((t) => t.tid === process.pid)?.policy).toBe(0);
     expect(policies.filter((t) => t.policy === 3).length).toBeGreaterThan(0);
+  });
+});
+
+// Every rule of a write holds wherever it runs: on the pool (a disk, where fsync waits for it), and on
+// the event loop (tmpfs, fs/memory-backed.ts).
+const disk = { label: 'a disk (on the pool)', available: !isTmpfs(os.tmpdir()), root: () => tempDir() };
+const tmpfs = { label: 'tmpfs (on the event loop)', available: hasTmpfs(), root: () => tmpfsDir()! };
+describe.each([disk, tmpfs])('writeFileAtomic on $label', ({ label, available, root }) => {
+  const it = itWith(available, label);
+  const tempDir = root;
+
+  it('runs where its filesystem says: on the loop for tmpfs, on the pool for a disk', async () => {
+    const dir = Dir.open(tempDir());
+    try {
+      expect(dir.backing).toBe(label.startsWith('tmpfs') ? 'memory' : 'device');
+    } finally {
+      dir.close();
+    }
   });
 
   it('creates a file with the requested mode and leaves no temp file', async () => {

@@ -1,16 +1,17 @@
 // Replacements go to libuv's pool at the end of the loop turn, together, or at once when the caller
 // says the turn has nothing more to add (fs/replace-batches.ts). The real addon and pool: a file lands
 // only once its job is on a pool thread.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Dir } from '../../src/fs/dir.js';
 import { promised } from '../../src/done.js';
-import { flushReplacements, LANDING, replaceEntryThen, type Replacement } from '../../src/fs/replace-batches.js';
+import { flushReplacements, LANDING, ON_LOOP_AT_MOST, replaceEntryThen, type Replacement } from '../../src/fs/replace-batches.js';
 import { tempNameFor } from '../../src/fs/temp-names.js';
 import { repoRoot } from '../helpers/addon-path.js';
 import { runProcess } from '../helpers/run-node.js';
-import { tempDir } from '../helpers/tmp.js';
+import { hasTmpfs, tempDir, tmpfsDir } from '../helpers/tmp.js';
+import { itWith } from '../helpers/capability.js';
 
 function replacement(dir: Dir, name: string, text: string): Replacement {
   return { dirfd: dir.fd, tmp: tempNameFor(name), name, bytes: Buffer.from(text), mode: 0o644, uid: -1, gid: -1, xattrs: [], landing: LANDING.rename, expect: undefined };
@@ -28,12 +29,12 @@ describe('replacement batches', () => {
     const root = tempDir();
     const dir = Dir.open(root);
     try {
-      const waiting = promised((done) => replaceEntryThen(replacement(dir, 'a.conflist', 'a'), done));
+      const waiting = promised((done) => replaceEntryThen(replacement(dir, 'a.conflist', 'a'), 'device', done));
       // Not on the pool yet: the turn has not ended.
       expect(appearsWithoutATurn(path.join(root, 'a.conflist'), 300)).toBe(false);
       await expect(waiting).resolves.toBe('renamed');
 
-      const flushed = promised((done) => replaceEntryThen(replacement(dir, 'b.conflist', 'b'), done));
+      const flushed = promised((done) => replaceEntryThen(replacement(dir, 'b.conflist', 'b'), 'device', done));
       flushReplacements();
       // On a pool thread now, while this thread has not left the turn.
       expect(appearsWithoutATurn(path.join(root, 'b.conflist'), 5_000)).toBe(true);
@@ -42,6 +43,63 @@ describe('replacement batches', () => {
       // The turn's own flush finds nothing left, and a flush of nothing sends nothing.
       flushReplacements();
       await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      dir.close();
+    }
+  });
+});
+
+describe('replacements on a memory-backed filesystem (tmpfs)', () => {
+  const it = itWith(hasTmpfs(), 'tmpfs at /dev/shm');
+
+  /** Asks for `count` replacements in one turn; what each callback heard by the time flushReplacements returned. */
+  function flushOf(count: number): { root: string; names: string[]; heardInFlush: string[]; all: Promise<unknown[]>; dir: Dir } {
+    const root = tmpfsDir()!;
+    const dir = Dir.open(root);
+    const names = Array.from({ length: count }, (_, i) => `${String(i).padStart(2, '0')}.conflist`);
+    const heard: string[] = [];
+    const all = Promise.all(names.map((name) => promised((done) => replaceEntryThen(replacement(dir, name, name), 'memory', (error, result) => {
+      heard.push(`${name}: ${result ?? (error as Error).message}`);
+      done(error, result);
+    }))));
+    flushReplacements();
+    return { root, names, heardInFlush: [...heard], all, dir };
+  }
+
+  it(`runs up to ${ON_LOOP_AT_MOST} on the event loop: landed and told before the flush returns`, async () => {
+    const { root, names, heardInFlush, all, dir } = flushOf(ON_LOOP_AT_MOST);
+    try {
+      expect(heardInFlush).toEqual(names.map((name) => `${name}: renamed`));
+      for (const name of names) expect(readFileSync(path.join(root, name), 'utf8')).toBe(name);
+      await all;
+    } finally {
+      dir.close();
+    }
+  });
+
+  it(`sends more than ${ON_LOOP_AT_MOST} to the pool, whose threads write while the loop goes on`, async () => {
+    const { root, names, heardInFlush, all, dir } = flushOf(ON_LOOP_AT_MOST + 1);
+    try {
+      // A pool's completion is told in a later turn of the loop, never inside the flush.
+      expect(heardInFlush).toEqual([]);
+      expect(await all).toEqual(names.map(() => 'renamed'));
+      for (const name of names) expect(readFileSync(path.join(root, name), 'utf8')).toBe(name);
+    } finally {
+      dir.close();
+    }
+  });
+
+  it('tells a failed replacement its error on the loop too, and the others land', async () => {
+    const root = tmpfsDir()!;
+    const dir = Dir.open(root);
+    try {
+      mkdirSync(path.join(root, 'a-dir.conflist', 'child'), { recursive: true });
+      const failing = promised((done) => replaceEntryThen(replacement(dir, 'a-dir.conflist', 'x'), 'memory', done));
+      const landing = promised((done) => replaceEntryThen(replacement(dir, 'b.conflist', 'b'), 'memory', done));
+      flushReplacements();
+      await expect(failing).rejects.toMatchObject({ code: expect.stringMatching(/EISDIR|ENOTEMPTY|EEXIST/) });
+      await expect(landing).resolves.toBe('renamed');
+      expect(readdirSync(root).sort()).toEqual(['a-dir.conflist', 'b.conflist']);
     } finally {
       dir.close();
     }
@@ -63,11 +121,11 @@ describe('replacement callbacks', () => {
       process.on('uncaughtException', (err) => heard.push('uncaught: ' + err.message));
       const dir = Dir.open(${JSON.stringify(root)});
       const job = (name) => ({ dirfd: dir.fd, tmp: tempNameFor(name), name, bytes: Buffer.from(name), mode: 0o644, uid: -1, gid: -1, xattrs: [], landing: LANDING.rename, expect: undefined });
-      replaceEntryThen(job('a.conflist'), (error, result) => {
+      replaceEntryThen(job('a.conflist'), 'device', (error, result) => {
         heard.push('a: ' + result);
         throw new Error('a defect');
       });
-      replaceEntryThen(job('b.conflist'), (error, result) => heard.push('b: ' + result));
+      replaceEntryThen(job('b.conflist'), 'device', (error, result) => heard.push('b: ' + result));
       flushReplacements();
       setTimeout(() => console.log(JSON.stringify(heard)), 1000);`;
     const result = await runProcess(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, UV_THREADPOOL_SIZE: '1' } });
