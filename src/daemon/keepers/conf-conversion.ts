@@ -46,7 +46,7 @@ export async function convertConf(
     if (parked && existing.kind === 'file' && existing.bytes.equals(text)) return UNCHANGED; // already follows the target
     // A parked link marks our conversion, but only a conflist of our conversion's form is ours: the
     // primary may have written its own since (conflist.ts madeByConversion).
-    const ours = existing.kind === 'file' && ((parked && madeByConversion(existing.bytes, keeper.deps.plugin.type)) || (keeper.book.madeFromConf(destKey) && keeper.book.holdsOurWrite(destKey, sha256(existing.bytes))));
+    const ours = existing.kind === 'file' && ((parked && madeByConversion(existing.bytes, keeper.deps.plugin.type)) || (keeper.book.madeFromConf(destKey) && keeper.book.holdsOurWrite(keeper.book.file(destKey), sha256(existing.bytes))));
     if (!ours) return problem('conflict', `${destName} exists too: not converting ${name} over it`);
     expect = (existing as { bytes: Buffer }).bytes;
   }

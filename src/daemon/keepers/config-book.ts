@@ -7,7 +7,7 @@
 // arrived (the patch latency metric).
 //
 // Per file written (a config in net.d, a symlink's target, a Multus delegate; keyed by its path on
-// disk): the hash of our last write (records.ts), the fight rule's state (fight-detector.ts), and, once
+// disk): what we last wrote there and the fight rule's state, in one record (records.ts), and, once
 // the file is gone, how long that is still kept (gone-paths.ts).
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../http/metrics.js';
@@ -15,7 +15,7 @@ import { DEFAULT_FIGHT_POLICY, FIGHT_CAUSE, FightDetector } from './fight-detect
 import { GonePaths } from './gone-paths.js';
 import type { PassOutcome } from './pass-outcome.js';
 import type { ConfigStatus, Readiness } from './readiness.js';
-import { Records } from './records.js';
+import { Records, type ConfigEntry, type FileRecord } from './records.js';
 
 // Errors that say "not now" rather than "never": the pass is retried shortly, not at the next resync.
 const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR']);
@@ -52,8 +52,7 @@ export class ConfigBook {
   private readonly records = new Records();
   private readonly fights: FightDetector;
   private readonly gone: GonePaths;
-  /** The configs with a status, each with the round it was last set in (owned mode's sweep). */
-  private readonly known = new Map<string, number>();
+  /** The round of statuses (owned mode's sweep): each config's entry says the round it was last set in. */
   private round = 0;
 
   constructor(
@@ -74,7 +73,7 @@ export class ConfigBook {
         this.chained(name);
         return;
       case 'written':
-        if (!this.fights.unsettled(outcome.fileKey)) this.chained(name);
+        if (!this.fights.unsettled(this.records.file(outcome.fileKey))) this.chained(name);
         else this.backoff(name, `${this.words.written} in a fight (${FIGHT_CAUSE}); checking that it holds`, this.fights.settleMs + 1);
         return;
       case 'problem':
@@ -91,11 +90,19 @@ export class ConfigBook {
         this.forgetConfig(name);
         return;
       case 'again':
+        this.noStatus(name);
         this.passes.trigger(name);
         return;
       case 'unchanged':
+        this.noStatus(name);
         return;
     }
+  }
+
+  /** A pass ended without a status to set (nothing changed, or a failure nobody reports): a new name keeps no entry. */
+  noStatus(name: string): void {
+    const entry = this.records.peekConfig(name);
+    if (entry !== undefined) this.records.tidy(name, entry);
   }
 
   /** A pass threw: an error status, and a retry soon when the cause is passing (out of fds). */
@@ -114,33 +121,43 @@ export class ConfigBook {
     this.records.config(name).firstEvent ??= process.hrtime.bigint();
   }
 
-  /** When the first event of this pass arrived (now, for a pass no event started). */
+  /**
+   * When the first event of this pass arrived (now, for a pass no event started). The entry stays: the
+   * pass ends by setting its status, or by noStatus.
+   */
   takeFirstEvent(name: string): bigint {
     const pending = this.records.peekConfig(name);
     const since = pending?.firstEvent ?? process.hrtime.bigint();
-    if (pending !== undefined) {
-      pending.firstEvent = undefined;
-      this.records.tidy(name, pending);
-    }
+    if (pending !== undefined) pending.firstEvent = undefined;
     return since;
   }
 
   /** The configs with a status. */
   names(): string[] {
-    return [...this.known.keys()];
+    const names: string[] = [];
+    for (const [name, entry] of this.records.configEntries()) if (entry.round !== undefined) names.push(name);
+    return names;
   }
 
   /** The config is gone: no status, nothing logged or pending for it (a pending retry still runs). */
   forgetConfig(name: string): void {
-    this.known.delete(name);
-    this.deps.readiness.delete(name);
-    this.records.dropConfig(name);
+    const entry = this.records.peekConfig(name);
+    if (entry === undefined) return;
+    if (entry.round !== undefined) this.deps.readiness.delete(name);
+    entry.round = undefined;
+    entry.loggedProblem = undefined;
+    entry.firstEvent = undefined;
+    this.records.tidy(name, entry);
   }
 
   /** Every status dropped (net.d re-armed or lost: the next scan sets them again). */
   clear(): void {
-    for (const name of this.known.keys()) this.deps.readiness.delete(name);
-    this.known.clear();
+    for (const [name, entry] of this.records.configEntries()) {
+      if (entry.round === undefined) continue;
+      this.deps.readiness.delete(name);
+      entry.round = undefined;
+      this.records.tidy(name, entry);
+    }
   }
 
   /**
@@ -153,7 +170,7 @@ export class ConfigBook {
   }
 
   endRound(): void {
-    for (const [name, round] of this.known) if (round !== this.round) this.forgetConfig(name);
+    for (const [name, entry] of this.records.configEntries()) if (entry.round !== undefined && entry.round !== this.round) this.forgetConfig(name);
   }
 
   /** Stop: no retry fires any more. */
@@ -161,24 +178,20 @@ export class ConfigBook {
     this.records.cancelRetries();
   }
 
-  private set(name: string, status: ConfigStatus, detail?: string): void {
-    this.known.set(name, this.round);
+  private set(name: string, status: ConfigStatus, detail?: string): ConfigEntry {
+    const entry = this.records.config(name);
+    entry.round = this.round;
     this.deps.readiness.set(name, status, detail);
+    return entry;
   }
 
   private chained(name: string): void {
-    this.set(name, 'chained');
-    const record = this.records.peekConfig(name);
-    if (record !== undefined) {
-      record.loggedProblem = undefined;
-      this.records.tidy(name, record);
-    }
+    this.set(name, 'chained').loggedProblem = undefined;
   }
 
   private problem(name: string, status: ConfigStatus, detail: string): void {
-    this.set(name, status, detail);
+    const record = this.set(name, status, detail);
     const key = `${status}: ${detail}`;
-    const record = this.records.config(name);
     if (record.loggedProblem === key) return;
     record.loggedProblem = key;
     // A config that does not parse is counted once per content, as it is logged.
@@ -205,21 +218,28 @@ export class ConfigBook {
 
   // --- per file written ---
 
-  /** We wrote bytes with sha256 `digest` to `fileKey` (`madeFromConf`: a conversion's conflist). */
-  wrote(fileKey: string, digest: string, madeFromConf = false): void {
-    this.records.wrote(fileKey, digest, madeFromConf);
-    this.fights.wrote(fileKey);
+  /** What the book keeps for `fileKey`: undefined for a file we never wrote (or whose memory expired). */
+  file(fileKey: string): FileRecord | undefined {
+    return this.records.file(fileKey);
+  }
+
+  /**
+   * We wrote bytes to `fileKey` (`madeFromConf`: a conversion's conflist). `digest`, their sha256, is
+   * kept when given: a pass that reads them back is then our own write's event (fight-detector.ts
+   * needs that during a fight, owned mode for every write).
+   */
+  wrote(fileKey: string, digest: string | undefined, madeFromConf = false): void {
+    this.fights.wrote(this.records.wrote(fileKey, digest, madeFromConf));
   }
 
   /** We converted the `.conf` at `fileKey` to a conflist and removed it: its re-creation is a revert. */
   converted(fileKey: string): void {
-    this.records.converted(fileKey);
-    this.fights.wrote(fileKey);
+    this.fights.wrote(this.records.converted(fileKey));
   }
 
-  /** True when the last thing we wrote to `fileKey` is `digest`: a pass reading it is our write's event. */
-  holdsOurWrite(fileKey: string, digest: string): boolean {
-    return this.records.holdsOurWrite(fileKey, digest);
+  /** True when `record` keeps the digest of our last write and it is `digest`: a pass reading it is our own write's event. */
+  holdsOurWrite(record: FileRecord | undefined, digest: string): boolean {
+    return record !== undefined && record.ours === 'wrote' && record.sha256 === digest;
   }
 
   /** True while the book keeps what we wrote to `fileKey`. */
@@ -232,12 +252,17 @@ export class ConfigBook {
     return this.records.file(fileKey)?.madeFromConf === true;
   }
 
+  /** True while the file of `record` is in a fight (fight-detector.ts). */
+  isFighting(record: FileRecord | undefined): boolean {
+    return this.fights.isFighting(record);
+  }
+
   /**
-   * The fight rule, about to write `fileKey` (config `name`) again (`reverted`: what is there replaced
-   * a write of ours). A backoff outcome while it says wait; undefined: write now.
+   * The fight rule, about to write the file of `record` (config `name`) again (`reverted`: what is
+   * there replaced a write of ours). A backoff outcome while it says wait; undefined: write now.
    */
-  beforeRewrite(name: string, fileKey: string, reverted: boolean): PassOutcome | undefined {
-    const verdict = this.fights.beforeRewrite(fileKey, reverted);
+  beforeRewrite(name: string, record: FileRecord | undefined, reverted: boolean): PassOutcome | undefined {
+    const verdict = this.fights.beforeRewrite(record, reverted);
     if (verdict.fightStarted) {
       this.deps.metrics.fights.inc();
       this.deps.log.warn({ file: name, backoffMs: verdict.startedBackoffMs }, this.words.fightStarted);
@@ -264,9 +289,6 @@ export class ConfigBook {
   }
 
   private drop(expired: string[]): void {
-    for (const fileKey of expired) {
-      this.records.dropFile(fileKey);
-      this.fights.forget(fileKey);
-    }
+    for (const fileKey of expired) this.records.dropFile(fileKey);
   }
 }

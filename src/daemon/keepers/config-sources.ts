@@ -14,14 +14,23 @@ import { TRANSIENT_RETRY_MS } from './config-book.js';
 import { GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcome.js';
 import { openDelegate, openLinkTarget, type SymlinkTargets } from './symlink-targets.js';
 
-/** The file behind a config name: the directory it lives in (open), and its name there. */
+/**
+ * The file behind a config name: the directory it lives in (open), and its name there. Every field is
+ * always set, so that every Source has one hidden class: a storm's passes read them in code that
+ * would otherwise see a shape per kind of source.
+ */
 export interface Source {
   dir: Dir;
   name: string;
   /** The symlink's text when the config is a symlink. */
-  linkText?: string;
+  linkText: string | undefined;
   /** A meta-plugin's delegate named by path (meta-plugin.ts): never converted, nor a meta itself. */
-  metaDelegate?: boolean;
+  metaDelegate: boolean;
+}
+
+/** The source of a config that is a regular file of `dir`. */
+export function plainSource(dir: Dir, name: string): Source {
+  return { dir, name, linkText: undefined, metaDelegate: false };
 }
 
 /**
@@ -64,7 +73,7 @@ export function findLinked(keeper: SourceContext, netDir: Dir, name: string): Fo
   const linkText = netDir.readlink(name);
   const target = openLinkTarget(keeper.deps.root, config.netDir, name, keeper.targets, name);
   if (!target.ok) return problem(target.status, target.detail, target.retrySoon ? TRANSIENT_RETRY_MS : undefined);
-  return found({ dir: target.dir, name: target.name, linkText }, config.maxConfigBytes);
+  return found({ dir: target.dir, name: target.name, linkText, metaDelegate: false }, config.maxConfigBytes);
 }
 
 /** A name the runtime may load that CNI_CONF_SUFFIXES leaves out: a status if it is a file or link. */
@@ -95,7 +104,7 @@ export function findDelegate(keeper: SourceContext, name: string, delegation: Ex
   }
   const target = openDelegate(root, delegation.path, keeper.targets, name);
   if (!target.ok) return problem(target.status, `Multus delegates to ${delegation.path}: ${target.detail}`, target.retrySoon ? TRANSIENT_RETRY_MS : undefined);
-  return found({ dir: target.dir, name: target.name, metaDelegate: true }, config.maxConfigBytes);
+  return found({ dir: target.dir, name: target.name, linkText: undefined, metaDelegate: true }, config.maxConfigBytes);
 }
 
 /** Reads the file behind a source; its directory is closed if the read throws. */

@@ -37,43 +37,45 @@ export interface RevertVerdict {
   reactive: boolean;
 }
 
-interface FileState {
+/**
+ * One file's part in the rule: kept in the keeper's record of the file (records.ts), since only a file
+ * we wrote can be reverted. The detector holds the policy and the clock, and no state of its own.
+ */
+export interface FightState {
+  /** Reactive reverts in a row. */
   streak: number;
+  /** When the last reactive revert was seen. */
   lastReactive: number;
+  /** The fight's level: 0 = no fight; the backoff doubles with each level. */
   level: number;
+  /** The current backoff's end. */
   until: number;
+  /** Our last write, until a revert counts it (one revert per write of ours). */
+  lastWrite: number | undefined;
+}
+
+/** The state of a file we have just started to keep: no streak, no fight, no write of ours yet. */
+export function newFightState(): FightState {
+  return { streak: 0, lastReactive: -Infinity, level: 0, until: 0, lastWrite: undefined };
 }
 
 export class FightDetector {
-  private readonly files = new Map<string, FileState>(); // only files that were ever reverted
-  private readonly lastWrite = new Map<string, number>(); // our last write per file, until its revert
-
   constructor(
     readonly policy: FightPolicy = DEFAULT_FIGHT_POLICY,
     private readonly now: () => number = monotonicMs,
   ) {}
 
-  private state(key: string): FileState {
-    let state = this.files.get(key);
-    if (state === undefined) {
-      state = { streak: 0, lastReactive: -Infinity, level: 0, until: 0 };
-      this.files.set(key, state);
-    }
-    return state;
+  /** Our patch of the file landed now. */
+  wrote(state: FightState): void {
+    state.lastWrite = this.now();
   }
 
-  /** Our patch of `key` landed now. */
-  wrote(key: string): void {
-    this.lastWrite.set(key, this.now());
-  }
-
-  /** We found our patch of `key` replaced by an unpatched version. */
-  reverted(key: string): RevertVerdict {
+  /** We found our patch of the file replaced by an unpatched version. */
+  reverted(state: FightState): RevertVerdict {
     const now = this.now();
-    const state = this.state(key);
-    const lastWrite = this.lastWrite.get(key);
+    const lastWrite = state.lastWrite;
     const reactive = lastWrite !== undefined && now - lastWrite <= this.policy.reactiveMs;
-    this.lastWrite.delete(key); // one revert per write of ours
+    state.lastWrite = undefined; // one revert per write of ours
     if (now - state.lastReactive > this.policy.calmMs) {
       state.level = 0;
       state.streak = 0;
@@ -92,35 +94,34 @@ export class FightDetector {
   }
 
   /**
-   * The fight rule, at the moment we are about to write `key` again because it lacks our patch.
-   * `reverted`: what is there replaced a write of ours. A revert (or any new look during a fight)
-   * counts once per write of ours; `waitMs` is the backoff left (0: write now), and `fightStarted`
-   * is the one moment per fight to warn.
+   * The fight rule, at the moment we are about to write the file again because it lacks our patch
+   * (`state` undefined: a file we never wrote, which no fight concerns). `reverted`: what is there
+   * replaced a write of ours. A revert (or any new look during a fight) counts once per write of ours;
+   * `waitMs` is the backoff left (0: write now), and `fightStarted` is the one moment per fight to warn.
    */
-  beforeRewrite(key: string, reverted: boolean): { waitMs: number; fightStarted: boolean; startedBackoffMs: number } {
+  beforeRewrite(state: FightState | undefined, reverted: boolean): { waitMs: number; fightStarted: boolean; startedBackoffMs: number } {
     let fightStarted = false;
     let startedBackoffMs = 0;
-    if (reverted || this.isFighting(key)) {
-      const verdict = this.reverted(key);
+    if (state !== undefined && (reverted || this.isFighting(state))) {
+      const verdict = this.reverted(state);
       fightStarted = verdict.fightStarted;
       startedBackoffMs = verdict.backoffMs;
     }
-    return { waitMs: this.backoffLeft(key), fightStarted, startedBackoffMs };
+    return { waitMs: this.backoffLeft(state), fightStarted, startedBackoffMs };
   }
 
-  /** Milliseconds left in the current backoff of `key` (0 when it may be patched). */
-  backoffLeft(key: string): number {
-    const state = this.files.get(key);
+  /** Milliseconds left in the current backoff of the file (0 when it may be patched). */
+  backoffLeft(state: FightState | undefined): number {
     return state === undefined ? 0 : Math.max(0, Math.ceil(state.until - this.now()));
   }
 
   /**
-   * True while `key` is in a fight and our last write is too young to tell whether it holds: readiness
-   * must not say chained in the milliseconds before the other writer reverts it again.
+   * True while the file is in a fight and our last write is too young to tell whether it holds:
+   * readiness must not say chained in the milliseconds before the other writer reverts it again.
    */
-  unsettled(key: string): boolean {
-    if (!this.isFighting(key)) return false;
-    const wrote = this.lastWrite.get(key);
+  unsettled(state: FightState | undefined): boolean {
+    if (state === undefined || !this.isFighting(state)) return false;
+    const wrote = state.lastWrite;
     return wrote !== undefined && this.now() - wrote <= this.settleMs;
   }
 
@@ -129,12 +130,7 @@ export class FightDetector {
     return 2 * this.policy.reactiveMs;
   }
 
-  isFighting(key: string): boolean {
-    return (this.files.get(key)?.level ?? 0) > 0;
-  }
-
-  forget(key: string): void {
-    this.files.delete(key);
-    this.lastWrite.delete(key);
+  isFighting(state: FightState | undefined): boolean {
+    return (state?.level ?? 0) > 0;
   }
 }

@@ -13,7 +13,7 @@ import type { BytesInFlight } from './bytes-in-flight.js';
 import { convertConf, type ConversionContext } from './conf-conversion.js';
 import type { ConfigBook } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { findDelegate, findLinked, findParked, notOurs, unreadable, type Found, type Source, type SourceContext } from './config-sources.js';
+import { findDelegate, findLinked, findParked, notOurs, plainSource, unreadable, type Found, type Source, type SourceContext } from './config-sources.js';
 import type { InPlaceWriter, PatchJob } from './in-place-write.js';
 import type { MetaDelegates } from './meta-delegates.js';
 import { CHAINED, GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcome.js';
@@ -79,7 +79,7 @@ export class InPlacePass {
     if (read.kind === 'not-regular') return GONE;
     if (config.scope === 'primary' && name !== this.primaryScope.loadedName(netDir)) return quiet('out-of-scope');
     if (read.kind === 'symlink') return this.patchFound(netDir, name, findLinked(this.sources, netDir, name));
-    return this.patch(netDir, name, { dir: netDir, name }, read);
+    return this.patch(netDir, name, plainSource(netDir, name), read);
   }
 
   /** Steps (2) to (4) for the file found behind a name; a directory opened for it is closed after. */
@@ -122,8 +122,10 @@ export class InPlacePass {
     const content = read.bytes;
     const fileKey = `${source.dir.disk}/${source.name}`;
     this.book.fileIsThere(fileKey);
+    // One lookup: what we wrote there, and its fight.
+    const record = this.book.file(fileKey);
     const digest = sha256(content);
-    if (this.book.holdsOurWrite(fileKey, digest)) return { kind: 'written', fileKey }; // the event of our own write
+    if (this.book.holdsOurWrite(record, digest)) return { kind: 'written', fileKey }; // the event of our own write
 
     const plan = planPatch(content, plugin);
     if (source.metaDelegate !== true && source.dir.disk === netDir.disk) this.metaDelegates.planned(name, plan);
@@ -143,8 +145,8 @@ export class InPlacePass {
     const noBinary = this.deps.binary.problem();
     if (noBinary !== undefined) return problem('no-binary', noBinary);
     // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
-    const rewrittenAfterOurPatch = this.book.wroteBefore(fileKey);
-    const backoff = this.book.beforeRewrite(name, fileKey, rewrittenAfterOurPatch);
+    const rewrittenAfterOurPatch = record !== undefined;
+    const backoff = this.book.beforeRewrite(name, record, rewrittenAfterOurPatch);
     if (backoff !== undefined) return backoff;
 
     const owner = ownerOf(read);
@@ -164,6 +166,6 @@ export class InPlacePass {
       return convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
     }
     // (4) write: the pass starts it (runPass)
-    return { kind: 'write', netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch, held: 0 };
+    return { kind: 'write', netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch, fighting: this.book.isFighting(record), held: 0 };
   }
 }

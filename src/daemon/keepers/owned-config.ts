@@ -220,8 +220,9 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
     if (currentDigest === digest && current.kind === 'file' && sameOwner(current.stat, owner)) return { kind: 'written', fileKey: ownedName };
     // Our copy is missing or not what we wrote: when we wrote it moments ago, somebody reverted it in
     // reaction to our write (a fight).
-    const reverted = this.book.wroteBefore(ownedName) && !(currentDigest !== undefined && this.book.holdsOurWrite(ownedName, currentDigest));
-    const backoff = this.book.beforeRewrite(ownedName, ownedName, reverted);
+    const record = this.book.file(ownedName);
+    const reverted = record !== undefined && !(currentDigest !== undefined && this.book.holdsOurWrite(record, currentDigest));
+    const backoff = this.book.beforeRewrite(ownedName, record, reverted);
     if (backoff !== undefined) return backoff;
     const result = await writeFileAtomic(dir, ownedName, bytes, { ...owner, noReplace: current.kind === 'missing' });
     if (result === 'stale') return { kind: 'again' }; // something appeared under our name meanwhile: look again
