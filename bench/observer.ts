@@ -11,18 +11,23 @@ export class Observer {
   private readonly watcher: NativeWatcher;
 
   constructor(dir: string) {
+    // Column by column, as the agent's router reads them: in a storm this process shares the machine's
+    // cores with the agent, and an object per event would take CPU from it.
     this.watcher = new NativeWatcher((events) => {
       const now = process.hrtime.bigint();
-      for (const e of events) {
-        if (e.kind === 'overflow') this.overflowed = true;
-        if (e.kind === 'moved-out') this.movedOut.set(e.cookie, e.name);
-        if (e.kind !== 'moved-in') continue;
-        const from = this.movedOut.get(e.cookie);
-        this.movedOut.delete(e.cookie);
-        if (from === undefined || !isTempName(from) || isTempName(e.name)) continue;
-        const list = this.landings.get(e.name) ?? [];
+      for (let i = 0; i < events.length; i++) {
+        const kind = events.kind(i);
+        if (kind === 'overflow') this.overflowed = true;
+        if (kind === 'moved-out') this.movedOut.set(events.cookie(i), events.name(i));
+        if (kind !== 'moved-in') continue;
+        const cookie = events.cookie(i);
+        const name = events.name(i);
+        const from = this.movedOut.get(cookie);
+        this.movedOut.delete(cookie);
+        if (from === undefined || !isTempName(from) || isTempName(name)) continue;
+        const list = this.landings.get(name) ?? [];
         list.push(now);
-        this.landings.set(e.name, list);
+        this.landings.set(name, list);
       }
     });
     this.watcher.watchSync(dir);

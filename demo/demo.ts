@@ -67,8 +67,10 @@ const landed: WatchEvent[] = [];
 const landedAt = new Map<WatchEvent, bigint>();
 const observer = new NativeWatcher((events) => {
   const now = process.hrtime.bigint();
-  for (const e of events) landedAt.set(e, now);
-  landed.push(...events);
+  // The read's events as objects, once: they are kept, and looked up by identity below.
+  const kept = [...events];
+  for (const e of kept) landedAt.set(e, now);
+  landed.push(...kept);
 });
 observer.watchSync(netDir);
 

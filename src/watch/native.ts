@@ -1,6 +1,6 @@
 // The `native` backend: the addon's inotify instance, one fd for every watched directory.
 import { IN, InotifyColumns, type InotifyWatcherHandle } from '../native/inotify.js';
-import type { WatchErrorListener, WatchEvent, WatchEventKind, Watcher, WatchListener, WatchOptions } from './watcher.js';
+import { eachEvent, type WatchErrorListener, type WatchEvent, type WatchEventKind, type WatchEvents, type Watcher, type WatchListener, type WatchOptions } from './watcher.js';
 
 // IN_MODIFY is included so a writer that keeps a file open is still noticed (docs/design.md, Events).
 export const DIRECTORY_MASK =
@@ -107,21 +107,32 @@ export class NativeWatcher implements Watcher {
     this.handle?.unref();
   }
 
-  // One WatchEvent per inotify event, built straight from the addon's columns: a storm file brings
-  // about ten events (the writer's and our own temp files), and an intermediate object for each was
-  // garbage in the hottest loop.
+  // A read's events in columns (watcher.ts, WatchEvents), reused from one read to the next: the
+  // addon's columns give each event's name, mask and cookie; the translation adds its kind and
+  // directory. A read inside a listener's call (none is expected) gets columns of its own.
+  private readonly columns = new NativeEvents();
+  private delivering = false;
+
   private deliver(names: string[], fields: Int32Array, error?: NodeJS.ErrnoException): void {
-    const events: WatchEvent[] = [];
-    for (let i = 0; i < names.length; i++) this.translate(fields[3 * i]!, fields[3 * i + 1]! >>> 0, fields[3 * i + 2]! >>> 0, names[i]!, events);
-    if (events.length > 0) this.onEvents(events);
+    const outermost = !this.delivering;
+    const columns = outermost ? this.columns : new NativeEvents();
+    columns.start(names, fields);
+    for (let i = 0; i < names.length; i++) this.translate(i, fields[3 * i]!, fields[3 * i + 1]! >>> 0, columns);
+    this.delivering = true;
+    try {
+      if (columns.length > 0) this.onEvents(columns);
+    } finally {
+      if (outermost) this.delivering = false;
+      columns.start(NO_NAMES, NO_FIELDS); // no read's names are kept past the call
+    }
     if (error !== undefined) this.onError(error);
   }
 
-  private translate(wd: number, mask: number, cookie: number, name: string, out: WatchEvent[]): void {
+  private translate(at: number, wd: number, mask: number, out: NativeEvents): void {
     const kind = kindOfMask(mask);
     if (kind === undefined) return;
     if (kind === 'overflow') {
-      out.push({ kind, dir: '', name: '', cookie: 0, isDir: false });
+      out.add(kind, '', at);
       return;
     }
     const dirs = this.dirsByWd.get(wd);
@@ -135,7 +146,60 @@ export class NativeWatcher implements Watcher {
       if (this.goneWds.has(wd)) return;
       this.goneWds.add(wd);
     }
-    const isDir = (mask & IN.IN_ISDIR) !== 0;
-    for (let k = 0; k < dirs.length; k++) out.push({ kind, dir: dirs[k]!, name, cookie, isDir });
+    // One event per path of the watch (two paths of one inode, a bind mount, share it).
+    for (let k = 0; k < dirs.length; k++) out.add(kind, dirs[k]!, at);
+  }
+}
+
+const NO_NAMES: string[] = [];
+const NO_FIELDS = new Int32Array(0);
+
+/**
+ * A read of inotify events as the router reads them: the addon's names and fields, and per event its
+ * kind, directory and index into those (an event of a watch with two paths appears twice).
+ */
+class NativeEvents implements WatchEvents {
+  length = 0;
+  private names: string[] = NO_NAMES;
+  private fields: Int32Array = NO_FIELDS;
+  private readonly kinds: WatchEventKind[] = [];
+  private readonly dirs: string[] = [];
+  private readonly at: number[] = [];
+
+  start(names: string[], fields: Int32Array): void {
+    this.names = names;
+    this.fields = fields;
+    this.length = 0;
+  }
+
+  add(kind: WatchEventKind, dir: string, at: number): void {
+    const i = this.length++;
+    this.kinds[i] = kind;
+    this.dirs[i] = dir;
+    this.at[i] = at;
+  }
+
+  kind(i: number): WatchEventKind {
+    return this.kinds[i]!;
+  }
+
+  dir(i: number): string {
+    return this.dirs[i]!;
+  }
+
+  name(i: number): string {
+    return this.kinds[i] === 'overflow' ? '' : this.names[this.at[i]!]!;
+  }
+
+  cookie(i: number): number {
+    return this.kinds[i] === 'overflow' ? 0 : this.fields[3 * this.at[i]! + 2]! >>> 0;
+  }
+
+  isDir(i: number): boolean {
+    return this.kinds[i] !== 'overflow' && (this.fields[3 * this.at[i]! + 1]! & IN.IN_ISDIR) !== 0;
+  }
+
+  [Symbol.iterator](): Iterator<WatchEvent> {
+    return eachEvent(this);
   }
 }

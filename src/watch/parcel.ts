@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type * as Parcel from '@parcel/watcher';
-import type { WatchErrorListener, WatchEvent, Watcher, WatchListener } from './watcher.js';
+import { EventList, type WatchErrorListener, type WatchEvent, type Watcher, type WatchListener } from './watcher.js';
 
 // Loaded on first use only: its native module costs memory on every node that runs the default backend.
 let parcelModule: typeof Parcel | undefined;
@@ -30,7 +30,7 @@ export class ParcelWatcher implements Watcher {
     const subscription = await parcel().subscribe(dir, (error, events) => {
       if (error) {
         // Whatever failed, events may be lost: the daemon answers an overflow with a full rescan.
-        this.onEvents([{ kind: 'overflow', dir: '', name: '', cookie: 0, isDir: false }]);
+        this.onEvents(new EventList([{ kind: 'overflow', dir: '', name: '', cookie: 0, isDir: false }]));
         this.onError(error);
         return;
       }
@@ -45,7 +45,7 @@ export class ParcelWatcher implements Watcher {
         const kind = event.type === 'delete' ? 'delete' : 'write-closed';
         translated.push({ kind, dir, name: path.basename(event.path), cookie: 0, isDir: false });
       }
-      if (translated.length > 0) this.onEvents(translated);
+      if (translated.length > 0) this.onEvents(new EventList(translated));
     });
     this.subscriptions.set(dir, subscription);
   }

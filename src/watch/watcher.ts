@@ -31,7 +31,68 @@ export interface WatchEvent {
   isDir: boolean;
 }
 
-export type WatchListener = (events: WatchEvent[]) => void;
+/**
+ * One read of events, in columns: event i is `kind(i)` of `name(i)` in `dir(i)`. No object per event:
+ * a file of a storm brings about thirteen (the writer's temp file and ours, created, written, closed,
+ * renamed, exchanged, removed), and an object each, routed one by one, cost the event loop about as
+ * much as the file's read and plan (measured: docs/performance.md). Valid during the listener's call
+ * only: a backend may reuse it for its next read, so a consumer that keeps an event takes it with
+ * eventAt(). Iterating it yields event objects, new ones each time, for consumers that are not on
+ * the hot path.
+ */
+export interface WatchEvents extends Iterable<WatchEvent> {
+  readonly length: number;
+  kind(i: number): WatchEventKind;
+  dir(i: number): string;
+  name(i: number): string;
+  cookie(i: number): number;
+  isDir(i: number): boolean;
+}
+
+/** Event `i` of `events` as an object of its own. */
+export function eventAt(events: WatchEvents, i: number): WatchEvent {
+  return { kind: events.kind(i), dir: events.dir(i), name: events.name(i), cookie: events.cookie(i), isDir: events.isDir(i) };
+}
+
+/** Each event of `events` as an object of its own. */
+export function* eachEvent(events: WatchEvents): IterableIterator<WatchEvent> {
+  for (let i = 0; i < events.length; i++) yield eventAt(events, i);
+}
+
+/** Events held as objects: a backend that reports few (parcel), an overflow, tests. */
+export class EventList implements WatchEvents {
+  constructor(readonly list: readonly WatchEvent[]) {}
+
+  get length(): number {
+    return this.list.length;
+  }
+
+  kind(i: number): WatchEventKind {
+    return this.list[i]!.kind;
+  }
+
+  dir(i: number): string {
+    return this.list[i]!.dir;
+  }
+
+  name(i: number): string {
+    return this.list[i]!.name;
+  }
+
+  cookie(i: number): number {
+    return this.list[i]!.cookie;
+  }
+
+  isDir(i: number): boolean {
+    return this.list[i]!.isDir;
+  }
+
+  [Symbol.iterator](): Iterator<WatchEvent> {
+    return this.list[Symbol.iterator]();
+  }
+}
+
+export type WatchListener = (events: WatchEvents) => void;
 export type WatchErrorListener = (error: Error) => void;
 
 /** What a backend can do, declared, so that callers ask for a capability, never for a backend's name. */

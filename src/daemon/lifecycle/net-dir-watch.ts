@@ -12,7 +12,7 @@ import { errnoCode } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
 import type { Condition } from '../keepers/readiness.js';
-import type { WatchEvent, Watcher } from '../../watch/watcher.js';
+import type { WatchEventKind, Watcher } from '../../watch/watcher.js';
 
 export type NetDirState =
   | { kind: 'unarmed' }
@@ -85,11 +85,11 @@ export class NetDirWatch {
     return next;
   }
 
-  /** True when `event` is about the path to net.d (and has been acted on). */
-  onEvent(event: WatchEvent): boolean {
-    const names = this.ancestors.get(event.dir);
+  /** True when the event (`kind` of `name` in `dir`) is about the path to net.d (and has been acted on). */
+  onEvent(kind: WatchEventKind, dir: string, name: string): boolean {
+    const names = this.ancestors.get(dir);
     if (names === undefined) return false;
-    if (event.kind === 'dir-gone' || names.has(event.name)) void this.rearmLogged();
+    if (kind === 'dir-gone' || names.has(name)) void this.rearmLogged();
     return true;
   }
 

@@ -6,17 +6,17 @@
 // the cookies seen on our temp names are remembered across reads (bounded; cookies are unique per
 // rename). For rename(tmp → config) the temp half comes first, so a split costs nothing. For the
 // second rename of an exchange the config half comes first: split there, it costs one pass, which
-// finds our own content by hash and writes nothing.
+// finds the config chained (or, in a fight, our own content by its hash) and writes nothing.
 import { isOwnTempName } from '../../fs/temp-names.js';
-import type { WatchEvent } from '../../watch/watcher.js';
+import type { WatchEventKind, WatchEvents } from '../../watch/watcher.js';
 
 // Cookies are kept in two generations of up to this many each: a full current generation becomes the
 // previous one, and the one before is dropped whole. That remembers the last 4,096 to 8,192 renames at
 // no cost per rename (evicting the oldest cookie one at a time cost an iterator per rename in a storm).
 const GENERATION = 4096;
 
-function isRename(event: WatchEvent): boolean {
-  return (event.kind === 'moved-in' || event.kind === 'moved-out') && event.cookie !== 0;
+function isRename(kind: WatchEventKind, cookie: number): boolean {
+  return (kind === 'moved-in' || kind === 'moved-out') && cookie !== 0;
 }
 
 export class OwnRenames {
@@ -27,21 +27,23 @@ export class OwnRenames {
   private readonly generations: [current: Set<number>, previous: Set<number>] = [new Set(), new Set()];
 
   /** Notes the cookies of `events` that have one of our temp names on one side. */
-  observe(events: readonly WatchEvent[]): void {
+  observe(events: WatchEvents): void {
     const generations = this.generations;
     for (let i = 0; i < events.length; i++) {
-      const event = events[i]!;
-      if (!isRename(event) || !isOwnTempName(event.name)) continue;
+      const kind = events.kind(i);
+      if (kind !== 'moved-out' && kind !== 'moved-in') continue;
+      const cookie = events.cookie(i);
+      if (cookie === 0 || !isOwnTempName(events.name(i))) continue;
       if (generations[0].size >= GENERATION) {
         generations[1] = generations[0];
         generations[0] = new Set();
       }
-      generations[0].add(event.cookie);
+      generations[0].add(cookie);
     }
   }
 
   /** True for the config side of one of our own renames: nothing changed that we did not write. */
-  isOwn(event: WatchEvent): boolean {
-    return isRename(event) && (this.generations[0].has(event.cookie) || this.generations[1].has(event.cookie)) && !isOwnTempName(event.name);
+  isOwn(kind: WatchEventKind, name: string, cookie: number): boolean {
+    return isRename(kind, cookie) && (this.generations[0].has(cookie) || this.generations[1].has(cookie)) && !isOwnTempName(name);
   }
 }

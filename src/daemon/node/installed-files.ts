@@ -7,7 +7,7 @@
 // one succeeds: the next event or resync tries again.
 import { errnoCode } from '../../fs/errno.js';
 import type { KubeconfigFile } from '../../kube/kubeconfig-file.js';
-import type { WatchEvent } from '../../watch/watcher.js';
+import type { WatchEventKind } from '../../watch/watcher.js';
 import { CoalescingQueue, type PassRunner } from '../keepers/coalescing-queue.js';
 import type { Condition } from '../keepers/readiness.js';
 import type { ControllerDeps } from '../lifecycle/controller-deps.js';
@@ -91,15 +91,15 @@ export class InstalledFiles implements PassRunner<InstalledFile> {
    * cleanup during an upgrade) puts it back; our own install lands by a rename, which OwnRenames has
    * set aside before this.
    */
-  onBinDirEvent(event: WatchEvent): void {
+  onBinDirEvent(kind: WatchEventKind, name: string): void {
     this.deps.binary.lookAgain();
-    if (event.kind === 'dir-gone') {
+    if (kind === 'dir-gone') {
       // Whatever is at the path now gets our binaries; until it is watched, every pass looks.
       void this.deps.rewatchBinDir().then(() => this.reinstallBinaries());
       return;
     }
-    if (!this.isOurBinary(event.name)) return;
-    if (event.kind === 'delete' || event.kind === 'moved-out' || event.kind === 'moved-in' || event.kind === 'write-closed') void this.reinstallBinaries();
+    if (!this.isOurBinary(name)) return;
+    if (kind === 'delete' || kind === 'moved-out' || kind === 'moved-in' || kind === 'write-closed') void this.reinstallBinaries();
   }
 
   /** The kernel dropped events: whatever happened in the bin dir went unseen. */
