@@ -27,7 +27,7 @@ import { isOwnTempName, tempNameFor } from '../src/fs/temp-names.js';
 import { loadConfig, requirePlugin } from '../src/config.js';
 import { LANDING, perPoolThread, toWire, type Replacement } from '../src/fs/replace-batches.js';
 import { IN, InotifyColumns } from '../src/native/inotify.js';
-import { entryIo } from '../src/native/entry-io.js';
+import { entryIo, READ_KIND, READ_SLOTS } from '../src/native/entry-io.js';
 import { exitNow } from '../src/native/exit.js';
 import { DIRECTORY_MASK } from '../src/watch/native.js';
 import { markByTriggers, optimizeHeapForSize } from '../src/memory-flags.js';
@@ -41,15 +41,19 @@ const dirfd = openSync(netDir, 'r');
 // carries one is our write landing.
 const ownCookies = new Set<number>();
 
+// The read's result column, as the agent's reads reuse theirs (fs/bounded-read.ts).
+const found = new Float64Array(READ_SLOTS);
+
 /** The patch of `name`, if it needs one. */
 function jobFor(name: string): Replacement | undefined {
-  const read = entryIo.readEntryAt(dirfd, name, config.maxConfigBytes, true);
-  if (read.kind !== 'file') return undefined;
-  const content = read.bytes!.subarray(0, read.length);
+  const read: Array<[string, Buffer]> = [];
+  const bytes = entryIo.readEntryAt(dirfd, name, config.maxConfigBytes, true, found, read);
+  if (found[0] !== READ_KIND.file) return undefined;
+  const content = bytes!.subarray(0, found[6]);
   const plan = planPatch(content, plugin);
   if (plan.action !== 'write') return undefined;
-  const xattrs = read.xattrs!.map(([key, value]) => ({ name: key, value, optional: true }));
-  return { dirfd, tmp: tempNameFor(name), name, bytes: plan.bytes, mode: read.mode! & 0o7777, uid: -1, gid: -1, xattrs, landing: LANDING.exchange, expect: content };
+  const xattrs = read.map(([key, value]) => ({ name: key, value, optional: true }));
+  return { dirfd, tmp: tempNameFor(name), name, bytes: plan.bytes, mode: found[1]! & 0o7777, uid: -1, gid: -1, xattrs, landing: LANDING.exchange, expect: content };
 }
 
 // One work item per pool thread, each working through its share, as the agent's writes go. A stale

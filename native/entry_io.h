@@ -9,9 +9,12 @@
 // Only syscalls and byte comparisons live here; what to write, and what a stale result means, is
 // TypeScript's (fs/atomic-write.ts).
 //
-//   readEntryAt(dirfd, name, maxBytes, withXattrs) -> { kind, mode, uid, gid, size, mtimeMs, bytes?, length?, xattrs? }
-//     kind: 'file' | 'missing' | 'symlink' | 'not-regular' | 'too-large'. Anything but a regular file
-//     is reported from lstat without being opened (opening a device can have side effects).
+//   readEntryAt(dirfd, name, maxBytes, withXattrs, out: Float64Array(7), xattrsOut: Array) -> Buffer | undefined
+//     out: [kind, mode, uid, gid, size, mtimeMs, length], kind 0 missing, 1 symlink, 2 not a regular
+//     file, 3 over maxBytes, 4 xattrs over what is read and copied (fs_at.h), 5 a file: the Buffer
+//     holds its `length` bytes (and room for one more), and each xattr is appended to xattrsOut as
+//     [name, value]. Anything but a regular file is reported from lstat without being opened (opening
+//     a device can have side effects).
 //   replaceEntriesAt(jobs) -> Promise<Array<string | Error>>, each job
 //   [dirfd, tmp, name, bytes, mode, uid, gid, xattrs, landing, expect], run one after the other as one
 //   work item on libuv's thread pool. Each: create `tmp` (O_EXCL), write, chmod, chown (uid -1: keep), set xattrs

@@ -4,7 +4,7 @@
 // at a bound: nothing in net.d can stall the event loop or exhaust memory (docs/design.md, A
 // pass). The whole sequence (lstat, open, fstat, read, xattrs, close) is one call into the addon
 // (native/entry_io.h): through Node's fs it was six calls and a Stats object per file.
-import { entryIo } from '../native/entry-io.js';
+import { entryIo, READ_KIND, READ_SLOTS } from '../native/entry-io.js';
 import type { Dir } from './dir.js';
 
 /** What a read tells of the file besides its bytes. */
@@ -37,17 +37,29 @@ export function ownerOf(read: Extract<EntryRead, { kind: 'file' }>): FileOwner {
   return { mode: read.stat.mode & 0o7777, uid: read.stat.uid, gid: read.stat.gid, xattrs: read.xattrs };
 }
 
+// readEntryAt's result column, reused by every read: the event loop reads one file at a time.
+const found = new Float64Array(READ_SLOTS);
+
 /** Reads at most `maxBytes` of regular file `name` in `dir`, with its extended attributes when asked. */
 export function readEntry(dir: Dir, name: string, maxBytes: number, options: { xattrs?: boolean } = {}): EntryRead {
-  const raw = dir.call(name, () => entryIo.readEntryAt(dir.fd, name, maxBytes, options.xattrs === true));
-  switch (raw.kind) {
-    case 'missing':
-    case 'symlink':
-      return { kind: raw.kind };
-    case 'too-large':
-      return raw.xattrsOver === true ? { kind: 'too-large', size: raw.size!, xattrsOver: true } : { kind: 'too-large', size: raw.size! };
+  const xattrs: Array<[string, Buffer]> = [];
+  let bytes: Buffer | undefined;
+  try {
+    bytes = entryIo.readEntryAt(dir.fd, name, maxBytes, options.xattrs === true, found, xattrs);
+  } catch (err) {
+    throw dir.naming(name, err);
   }
-  const stat: EntryStat = { mode: raw.mode!, uid: raw.uid!, gid: raw.gid!, size: raw.size!, mtimeMs: raw.mtimeMs! };
-  if (raw.kind === 'not-regular') return { kind: 'not-regular', stat };
-  return { kind: 'file', bytes: raw.bytes!.subarray(0, raw.length!), stat, xattrs: raw.xattrs ?? [] };
+  switch (found[0]) {
+    case READ_KIND.missing:
+      return { kind: 'missing' };
+    case READ_KIND.symlink:
+      return { kind: 'symlink' };
+    case READ_KIND.tooLarge:
+      return { kind: 'too-large', size: found[4]! };
+    case READ_KIND.xattrsTooLarge:
+      return { kind: 'too-large', size: found[4]!, xattrsOver: true };
+  }
+  const stat: EntryStat = { mode: found[1]!, uid: found[2]!, gid: found[3]!, size: found[4]!, mtimeMs: found[5]! };
+  if (found[0] === READ_KIND.notRegular) return { kind: 'not-regular', stat };
+  return { kind: 'file', bytes: bytes!.subarray(0, found[6]!), stat, xattrs };
 }

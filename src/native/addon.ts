@@ -54,19 +54,14 @@ export interface SyscallFlags {
   O_PATH: number;
 }
 
-export interface RawEntryRead {
-  kind: 'file' | 'missing' | 'symlink' | 'not-regular' | 'too-large';
-  mode?: number;
-  uid?: number;
-  gid?: number;
-  size?: number;
-  mtimeMs?: number;
-  bytes?: Buffer;
-  length?: number;
-  xattrs?: Array<[string, Buffer]>;
-  /** Set with kind too-large: the file's xattrs are over the bound the agent reads (native/fs_at.h). */
-  xattrsOver?: boolean;
-}
+/**
+ * What readEntryAt found, in the `out` column the caller passes (native/entry_io.h), by its first slot.
+ * The slots after it: mode, uid, gid, size, mtimeMs, and the length of a file's bytes.
+ */
+export const READ_KIND = { missing: 0, symlink: 1, notRegular: 2, tooLarge: 3, xattrsTooLarge: 4, file: 5 } as const;
+
+/** Slots of readEntryAt's `out` column. */
+export const READ_SLOTS = 7;
 
 /**
  * One replacement as the addon reads it (native/entry_replace.cc), positional because the C++ side
@@ -100,8 +95,12 @@ export interface NativeAddon {
   /** Every extended attribute of an open file (POSIX ACLs and SELinux labels are xattrs too). */
   xattrs(fd: number): Array<[string, Buffer]>;
   fsetxattr(fd: number, name: string, value: Buffer): void;
-  /** One entry read in one call (native/entry_io.h): lstat, open, fstat, bounded read, xattrs. */
-  readEntryAt(dirfd: number, name: string, maxBytes: number, withXattrs: boolean): RawEntryRead;
+  /**
+   * One entry read in one call (native/entry_io.h): lstat, open, fstat, bounded read, xattrs. What it
+   * found goes in `out` (READ_KIND, then the stat), each xattr is appended to `xattrsOut`, and a file's
+   * bytes are returned.
+   */
+  readEntryAt(dirfd: number, name: string, maxBytes: number, withXattrs: boolean, out: Float64Array, xattrsOut: Array<[string, Buffer]>): Buffer | undefined;
   /**
    * Temp files created, filled, fsynced and landed, one batch as one work item on libuv's pool
    * (native/entry_io.h); each job's landing or errno error, in order.

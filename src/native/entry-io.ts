@@ -2,6 +2,6 @@
 // batches on libuv's pool.
 import { addon, type NativeAddon } from './addon.js';
 
-export type { RawEntryRead } from './addon.js';
+export { READ_KIND, READ_SLOTS } from './addon.js';
 export type EntryIo = Pick<NativeAddon, 'readEntryAt' | 'replaceEntriesAt' | 'replaceEntriesAtNow'>;
 export const entryIo: EntryIo = addon;

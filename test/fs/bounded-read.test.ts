@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEntry } from '../../src/fs/bounded-read.js';
 import { Dir } from '../../src/fs/dir.js';
-import { IN } from '../../src/native/addon.js';
+import { addon, IN } from '../../src/native/addon.js';
 import { InotifyWatcher, type RawInotifyEvent } from '../helpers/inotify.js';
 import { tempDir } from '../helpers/tmp.js';
 import { skipOrFail } from '../helpers/capability.js';
@@ -101,6 +101,35 @@ describe('readEntry', () => {
     expect(withXattrs?.kind === 'file' && withXattrs.xattrs.map(([k, v]) => [k, v.toString()])).toEqual([['user.test', 'yes']]);
     const without = inDir(dir, (d) => readEntry(d, 'f', 1024));
     expect(without.kind === 'file' && without.xattrs).toEqual([]);
+  });
+
+  it('reads one file after another through its one result column, each read its own', () => {
+    // The addon writes what it found into a column readEntry reuses (fs/bounded-read.ts): a read must
+    // not keep anything of the one before, whatever kind that was.
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'a'), '{"a":1}', { mode: 0o640 });
+    writeFileSync(path.join(dir, 'big'), 'x'.repeat(100));
+    symlinkSync('a', path.join(dir, 'link'));
+    inDir(dir, (d) => {
+      const a = readEntry(d, 'a', 1024);
+      expect(readEntry(d, 'big', 10)).toEqual({ kind: 'too-large', size: 100 });
+      expect(readEntry(d, 'link', 1024)).toEqual({ kind: 'symlink' });
+      const again = readEntry(d, 'a', 1024);
+      expect(a.kind === 'file' && [a.bytes.toString(), a.stat.mode & 0o777]).toEqual(['{"a":1}', 0o640]);
+      expect(again).toEqual(a);
+    });
+  });
+
+  it('is given a result column of seven numbers and an array for the xattrs, or throws a TypeError', () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'f'), '{}');
+    inDir(dir, (d) => {
+      expect(() => addon.readEntryAt(d.fd, 'f', 1024, false, new Float64Array(6), [])).toThrow(TypeError);
+      expect(() => addon.readEntryAt(d.fd, 'f', 1024, false, new Int32Array(7) as unknown as Float64Array, [])).toThrow(TypeError);
+      expect(() => addon.readEntryAt(d.fd, 'f', 1024, false, new Float64Array(7), undefined as unknown as [])).toThrow(TypeError);
+      const out = new Float64Array(7);
+      expect(addon.readEntryAt(d.fd, 'f', 1024, false, out, [])?.subarray(0, out[6]).toString()).toBe('{}');
+    });
   });
 
   it('refuses names that are not one entry of the directory', () => {
