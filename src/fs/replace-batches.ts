@@ -129,8 +129,12 @@ function sendToPool(batch: Pending[]): void {
   );
 }
 
-// One call, one batch: its directory fsyncs are shared as on the pool. Each replacement hears how it
-// ended before this returns; the passes those callbacks start queue their writes for the next turn.
+// One call, one batch: its directory fsyncs are shared as on the pool. The landings are done when it
+// returns; what their callbacks do next (the book, readiness, the next pass) waits for a timer, so
+// that the event loop blocks for a moment first and the core goes to whoever the landings woke, such
+// as the container runtime re-reading net.d. Run at once, that bookkeeping held an independent
+// observer's wake-up by ~50 µs on the bench's two cores (docs/performance.md); a single change's
+// bookkeeping is never urgent.
 function runOnLoop(batch: Pending[]): void {
   const jobs: ReplaceJobWire[] = new Array(batch.length);
   for (let k = 0; k < batch.length; k++) jobs[k] = batch[k]!.job;
@@ -141,7 +145,7 @@ function runOnLoop(batch: Pending[]): void {
     for (const p of batch) tell(p, err); // bad arguments: nothing was done
     return;
   }
-  told(batch, results);
+  setTimeout(() => told(batch, results), 0);
 }
 
 function told(batch: Pending[], results: Array<ReplaceOutcome | Error>): void {

@@ -1,6 +1,7 @@
 // Replacements go to libuv's pool at the end of the loop turn, together, or at once when the caller
 // says the turn has nothing more to add (fs/replace-batches.ts). The real addon and pool: a file lands
 // only once its job is on a pool thread.
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -52,41 +53,43 @@ describe('replacement batches', () => {
 describe('replacements on a memory-backed filesystem (tmpfs)', () => {
   const it = itWith(hasTmpfs(), 'tmpfs at /dev/shm');
 
-  /** Asks for `count` replacements in one turn; what each callback heard by the time flushReplacements returned. */
-  function flushOf(count: number): { root: string; names: string[]; heardInFlush: string[]; all: Promise<unknown[]>; dir: Dir } {
+  // In a process of its own with one pool thread, held by a read of a FIFO nobody writes (its
+  // open(2) blocks): what lands meanwhile landed on the event loop.
+  it(`lands up to ${ON_LOOP_AT_MOST} on the event loop while the pool is held, tells them after a timer, and sends more to the pool`, async () => {
     const root = tmpfsDir()!;
-    const dir = Dir.open(root);
-    const names = Array.from({ length: count }, (_, i) => `${String(i).padStart(2, '0')}.conflist`);
-    const heard: string[] = [];
-    const all = Promise.all(names.map((name) => promised((done) => replaceEntryThen(replacement(dir, name, name), 'memory', (error, result) => {
-      heard.push(`${name}: ${result ?? (error as Error).message}`);
-      done(error, result);
-    }))));
-    flushReplacements();
-    return { root, names, heardInFlush: [...heard], all, dir };
-  }
-
-  it(`runs up to ${ON_LOOP_AT_MOST} on the event loop: landed and told before the flush returns`, async () => {
-    const { root, names, heardInFlush, all, dir } = flushOf(ON_LOOP_AT_MOST);
-    try {
-      expect(heardInFlush).toEqual(names.map((name) => `${name}: renamed`));
-      for (const name of names) expect(readFileSync(path.join(root, name), 'utf8')).toBe(name);
-      await all;
-    } finally {
-      dir.close();
-    }
-  });
-
-  it(`sends more than ${ON_LOOP_AT_MOST} to the pool, whose threads write while the loop goes on`, async () => {
-    const { root, names, heardInFlush, all, dir } = flushOf(ON_LOOP_AT_MOST + 1);
-    try {
-      // A pool's completion is told in a later turn of the loop, never inside the flush.
-      expect(heardInFlush).toEqual([]);
-      expect(await all).toEqual(names.map(() => 'renamed'));
-      for (const name of names) expect(readFileSync(path.join(root, name), 'utf8')).toBe(name);
-    } finally {
-      dir.close();
-    }
+    execFileSync('mkfifo', [path.join(root, 'held.fifo')]);
+    const built = (file: string) => JSON.stringify(path.join(repoRoot, 'dist', 'src', 'fs', file));
+    const script = `
+      const fs = await import('node:fs');
+      const { Dir } = await import(${built('dir.js')});
+      const { LANDING, ON_LOOP_AT_MOST, flushReplacements, replaceEntryThen } = await import(${built('replace-batches.js')});
+      const { tempNameFor } = await import(${built('temp-names.js')});
+      const root = ${JSON.stringify(root)};
+      const held = fs.promises.readFile(root + '/held.fifo');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const dir = Dir.open(root);
+      const heard = [];
+      const ask = (name) => replaceEntryThen({ dirfd: dir.fd, tmp: tempNameFor(name), name, bytes: Buffer.from(name), mode: 0o644, uid: -1, gid: -1, xattrs: [], landing: LANDING.rename, expect: undefined }, 'memory', (error, result) => heard.push(name + ': ' + (result ?? error.code)));
+      const few = Array.from({ length: ON_LOOP_AT_MOST }, (_, i) => 'few' + i + '.conflist');
+      few.forEach(ask);
+      flushReplacements();
+      const fewLanded = few.filter((name) => fs.existsSync(root + '/' + name)).length;
+      const heardInFlush = heard.length;
+      const many = Array.from({ length: ON_LOOP_AT_MOST + 1 }, (_, i) => 'many' + i + '.conflist');
+      many.forEach(ask);
+      flushReplacements();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const manyLandedWhileHeld = many.filter((name) => fs.existsSync(root + '/' + name)).length;
+      fs.closeSync(fs.openSync(root + '/held.fifo', 'w'));
+      await held;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      console.log(JSON.stringify({ fewLanded, heardInFlush, manyLandedWhileHeld, heard: heard.sort() }));`;
+    const result = await runProcess(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, UV_THREADPOOL_SIZE: '1' } });
+    expect(result.code, result.stderr).toBe(0);
+    const seen = JSON.parse(result.stdout) as { fewLanded: number; heardInFlush: number; manyLandedWhileHeld: number; heard: string[] };
+    const names = [...Array.from({ length: ON_LOOP_AT_MOST }, (_, i) => `few${i}.conflist`), ...Array.from({ length: ON_LOOP_AT_MOST + 1 }, (_, i) => `many${i}.conflist`)];
+    expect(seen).toEqual({ fewLanded: ON_LOOP_AT_MOST, heardInFlush: 0, manyLandedWhileHeld: 0, heard: names.map((name) => `${name}: renamed`).sort() });
+    for (const name of names) expect(readFileSync(path.join(root, name), 'utf8')).toBe(name);
   });
 
   it('tells a failed replacement its error on the loop too, and the others land', async () => {
