@@ -15,7 +15,7 @@
 //   Files with the values it expects are bind-mounted over them, so that it never writes the
 //   machine's.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** The kubernetes Service's ClusterIP for --service-cluster-ip-range 10.96.0.0/16. */
@@ -136,7 +136,10 @@ export class NodeNamespace {
     }
     // The v2 hierarchy of a hybrid mount too: runc creates the containers' cgroups there as well.
     for (const hierarchy of [...v1Hierarchies(), '/sys/fs/cgroup/unified']) removeTree(path.join(hierarchy, this.cgroupRoot));
-    if (this.madeEtcCni) rmdirSync('/etc/cni');
+    // Made here as a mount point, it is this suite's to remove, with whatever others left in it:
+    // buildah's runs, building the image meanwhile, create /etc/cni/net.d once /etc/cni exists, and
+    // take a CNI lock file there (cni.lock, left in a clean-clone CI run).
+    if (this.madeEtcCni) rmSync('/etc/cni', { recursive: true, force: true });
   }
 }
 
