@@ -13,21 +13,37 @@
 // State that libuv owns until its close callback: it outlives Close() and may outlive the JS object.
 struct PollState {
   uv_poll_t handle;
+  // Active only while events read from the kernel wait in `backlog`: an active idle handle makes the
+  // loop poll without blocking, so the rest is delivered on the next iterations (libuv runs idle
+  // handles before it polls for I/O).
+  uv_idle_t backlogIdle;
+  int openHandles = 0;
   int fd = -1;
   InotifyWatcher* owner = nullptr;  // null once the watcher is closed: no more delivery
   napi_env env = nullptr;
   napi_async_cleanup_hook_handle cleanup = nullptr;
+  // Raw inotify records read ahead of delivery; `delivered` bytes of it are handed to JavaScript.
+  std::vector<char> backlog;
+  size_t delivered = 0;
 };
 
 namespace {
 
-// A wakeup reads one 16 KiB buffer (a few hundred events) and yields to the loop; the poll is
-// level-triggered, so the rest is read on the next iteration, and the patches started by one batch
-// make progress while the next waits in the kernel's queue (measurements: docs/performance.md).
+// Every wakeup empties the kernel's queue into `backlog`, and JavaScript gets at most 16 KiB of it
+// (a few hundred events) a loop iteration: the patches started by one batch make progress before the
+// next batch is handled, and the kernel's queue never waits for them. That queue holds
+// fs.inotify.max_queued_events (16,384 by default) and drops everything after it (IN_Q_OVERFLOW,
+// inotify(7)): a storm of 4,000 files brings ~50,000 events in ~100 ms, more than the agent handles
+// in that time, and an overflow costs a rescan of the directory (docs/performance.md).
+// The backlog is bounded as well: past kBacklogCap, events wait in the kernel again, where an
+// overflow is reported as before.
+constexpr size_t kDeliverBytes = 16 * 1024;
+constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kBacklogCap = 4 * 1024 * 1024;
 // inotify(7): a read needs room for at least one event with the longest name,
-// sizeof(struct inotify_event) + NAME_MAX + 1 bytes, or it fails with EINVAL.
-constexpr int kMaxReadsPerWakeup = 1;
-constexpr size_t kReadBufferSize = 16 * 1024;
+// sizeof(struct inotify_event) + NAME_MAX + 1 bytes, or it fails with EINVAL; a read that leaves
+// more room than that unused has emptied the queue.
+constexpr size_t kLongestEvent = sizeof(struct inotify_event) + NAME_MAX + 1;
 
 struct DecodedEvent {
   int wd;
@@ -38,28 +54,44 @@ struct DecodedEvent {
 
 void OnHandleClosed(uv_handle_t* handle) {
   auto* state = static_cast<PollState*>(handle->data);
+  if (--state->openHandles > 0) return;
   if (state->fd >= 0) close(state->fd);
   // Tells Node (worker termination, process exit) that this watcher is fully torn down.
   if (state->cleanup != nullptr) napi_remove_async_cleanup_hook(state->cleanup);
   delete state;
 }
 
-void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
-  auto* state = static_cast<PollState*>(handle->data);
+void CloseHandles(PollState* state) {
+  uv_poll_stop(&state->handle);
+  uv_idle_stop(&state->backlogIdle);
+  uv_close(reinterpret_cast<uv_handle_t*>(&state->handle), OnHandleClosed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&state->backlogIdle), OnHandleClosed);
+}
+
+void OnWakeup(PollState* state, int status, bool deliver) {
   if (state->owner == nullptr) return;
   // This is a libuv callback: no C++ exception may unwind into libuv. node-addon-api throws when a
   // JavaScript value cannot be made (out of memory, an environment shutting down); such an error is
   // reported as Node reports any uncaught one, and the watcher stays usable for the next wakeup.
   Napi::HandleScope scope(state->env);
   try {
-    state->owner->Drain(status);
+    state->owner->Drain(status, deliver);
   } catch (const Napi::Error& error) {
     napi_value value = error.Value();
     if (value != nullptr) napi_fatal_exception(state->env, value);
   } catch (...) {
-    // std::bad_alloc from the event batch: the events stay queued in the kernel for the next wakeup.
+    // std::bad_alloc from the backlog or the batch: undelivered events stay queued for the next wakeup.
   }
 }
+
+// While a backlog waits, the idle handle delivers (it runs first in an iteration) and the poll only
+// reads: one batch an iteration, as without a backlog.
+void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
+  auto* state = static_cast<PollState*>(handle->data);
+  OnWakeup(state, status, uv_is_active(reinterpret_cast<uv_handle_t*>(&state->backlogIdle)) == 0);
+}
+
+void OnBacklog(uv_idle_t* handle) { OnWakeup(static_cast<PollState*>(handle->data), 0, true); }
 
 void OnEnvCleanup(napi_async_cleanup_hook_handle /*handle*/, void* arg) {
   auto* state = static_cast<PollState*>(arg);
@@ -124,15 +156,19 @@ InotifyWatcher::InotifyWatcher(const Napi::CallbackInfo& info)
   state->fd = fd;
   state->env = env;
   state->handle.data = state;
+  state->backlogIdle.data = state;
   int rc = uv_poll_init(loop, &state->handle, fd);
   if (rc != 0) {
     close(fd);
     delete state;
     throw ErrnoError(env, -rc, "uv_poll_init", path);
   }
+  state->openHandles = 1;
+  uv_idle_init(loop, &state->backlogIdle);  // cannot fail (libuv: it only links the handle)
+  state->openHandles = 2;
   rc = uv_poll_start(&state->handle, UV_READABLE, OnPoll);
   if (rc != 0) {
-    uv_close(reinterpret_cast<uv_handle_t*>(&state->handle), OnHandleClosed);
+    CloseHandles(state);
     throw ErrnoError(env, -rc, "uv_poll_start", path);
   }
   if (napi_add_async_cleanup_hook(env, OnEnvCleanup, state, &state->cleanup) != napi_ok) {
@@ -151,8 +187,7 @@ InotifyWatcher::~InotifyWatcher() {
   // Normally Close() ran long before; this only covers a finalizer that runs first at teardown.
   if (state_ != nullptr) {
     state_->owner = nullptr;
-    uv_poll_stop(&state_->handle);
-    uv_close(reinterpret_cast<uv_handle_t*>(&state_->handle), OnHandleClosed);
+    CloseHandles(state_);
     state_ = nullptr;
   }
 }
@@ -162,34 +197,55 @@ void InotifyWatcher::Close() {
   PollState* state = state_;
   state_ = nullptr;
   state->owner = nullptr;
-  uv_poll_stop(&state->handle);
-  uv_close(reinterpret_cast<uv_handle_t*>(&state->handle), OnHandleClosed);
+  CloseHandles(state);
   onEvents_.Reset();
   Unref();
 }
 
-void InotifyWatcher::Drain(int status) {
+void InotifyWatcher::Drain(int status, bool deliver) {
   Napi::Env env = Env();
   Napi::HandleScope scope(env);
-  std::vector<DecodedEvent> batch;
+  PollState* state = state_;
+  std::vector<char>& backlog = state->backlog;
   int readError = status < 0 ? -status : 0;
 
-  alignas(struct inotify_event) char buffer[kReadBufferSize];
-  for (int i = 0; readError == 0 && i < kMaxReadsPerWakeup; i++) {
-    const ssize_t n = read(state_->fd, buffer, sizeof buffer);
+  // Empty the kernel's queue, up to the cap.
+  alignas(struct inotify_event) char chunk[kReadChunk];
+  while (readError == 0 && backlog.size() - state->delivered < kBacklogCap) {
+    const ssize_t n = read(state->fd, chunk, sizeof chunk);
+    if (n > 0) backlog.insert(backlog.end(), chunk, chunk + n);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN) readError = errno;
       break;
     }
-    for (const char* p = buffer; p < buffer + n;) {
-      const auto* ev = reinterpret_cast<const struct inotify_event*>(p);
-      // Names are NUL-padded to an alignment boundary; strnlen trims the padding.
-      batch.push_back({ev->wd, ev->mask, ev->cookie,
-                       ev->len > 0 ? std::string(ev->name, strnlen(ev->name, ev->len)) : std::string()});
-      p += sizeof(struct inotify_event) + ev->len;
+    if (static_cast<size_t>(n) <= kReadChunk - kLongestEvent) break;
+  }
+  if (!deliver && readError == 0) return;
+
+  // Decode the next events, at most kDeliverBytes of them (and always at least one).
+  std::vector<DecodedEvent> batch;
+  size_t at = state->delivered;
+  while (at < backlog.size() && (at == state->delivered || at - state->delivered < kDeliverBytes)) {
+    const auto* ev = reinterpret_cast<const struct inotify_event*>(backlog.data() + at);
+    // Names are NUL-padded to an alignment boundary; strnlen trims the padding.
+    batch.push_back({ev->wd, ev->mask, ev->cookie,
+                     ev->len > 0 ? std::string(ev->name, strnlen(ev->name, ev->len)) : std::string()});
+    at += sizeof(struct inotify_event) + ev->len;
+  }
+  state->delivered = at;
+  if (at == backlog.size()) {
+    // All delivered: after a storm the buffer's memory goes back.
+    backlog.clear();
+    if (backlog.capacity() > kReadChunk) backlog.shrink_to_fit();
+    state->delivered = 0;
+    uv_idle_stop(&state->backlogIdle);
+  } else {
+    if (at >= kBacklogCap / 4) {
+      backlog.erase(backlog.begin(), backlog.begin() + static_cast<std::ptrdiff_t>(at));
+      state->delivered = 0;
     }
-    if (static_cast<size_t>(n) < sizeof buffer - sizeof(struct inotify_event) - NAME_MAX - 1) break;
+    uv_idle_start(&state->backlogIdle, OnBacklog);
   }
   if (batch.empty() && readError == 0) return;
 
@@ -256,12 +312,18 @@ Napi::Value InotifyWatcher::CloseMethod(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value InotifyWatcher::RefMethod(const Napi::CallbackInfo& info) {
-  if (state_ != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(&state_->handle));
+  if (state_ != nullptr) {
+    uv_ref(reinterpret_cast<uv_handle_t*>(&state_->handle));
+    uv_ref(reinterpret_cast<uv_handle_t*>(&state_->backlogIdle));
+  }
   return info.Env().Undefined();
 }
 
 Napi::Value InotifyWatcher::UnrefMethod(const Napi::CallbackInfo& info) {
-  if (state_ != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(&state_->handle));
+  if (state_ != nullptr) {
+    uv_unref(reinterpret_cast<uv_handle_t*>(&state_->handle));
+    uv_unref(reinterpret_cast<uv_handle_t*>(&state_->backlogIdle));
+  }
   return info.Env().Undefined();
 }
 

@@ -15,9 +15,10 @@ class InotifyWatcher : public Napi::ObjectWrap<InotifyWatcher> {
   explicit InotifyWatcher(const Napi::CallbackInfo& info);
   ~InotifyWatcher() override;
 
-  // Reads everything the kernel has queued (bounded) and calls onEvents(names, fields, error) once with
-  // the batch: fields holds wd, mask and cookie of event i at 3i, 3i+1, 3i+2 (an Int32Array).
-  void Drain(int status);
+  // Reads everything the kernel has queued into the backlog (bounded) and, if `deliver`, calls
+  // onEvents(names, fields, error) once with the backlog's next batch: fields holds wd, mask and cookie
+  // of event i at 3i, 3i+1, 3i+2 (an Int32Array).
+  void Drain(int status, bool deliver);
   // Idempotent: stops delivery now; the fd is closed and memory freed once libuv has let go.
   void Close();
 

@@ -197,6 +197,55 @@ describe('event decoding', () => {
     watcher.close();
   });
 
+  it('empties the kernel queue at every wakeup: a consumer slower than the writer loses nothing', async () => {
+    const dir = tempDir();
+    const limit = Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8'));
+    // Each of the first four batches makes limit/2 events (an empty file: IN_CREATE, IN_CLOSE_WRITE)
+    // before it returns, twice what the queue holds in all. A watcher that reads only a batch's worth
+    // at a wakeup leaves the rest in the kernel, which overflows during the third batch.
+    const filesPerBatch = Math.ceil(limit / 4);
+    const rounds = 4;
+    const seen = new Set<string>();
+    let batches = 0;
+    let largestBatch = 0;
+    const inbox = new Inbox<RawInotifyEvent>();
+    const watcher = new InotifyWatcher(dir, IN.IN_CREATE | IN.IN_CLOSE_WRITE, (events) => {
+      largestBatch = Math.max(largestBatch, events.length);
+      inbox.push(...events);
+      for (const e of events) if (e.mask & IN.IN_CLOSE_WRITE) seen.add(e.name);
+      if (batches < rounds) {
+        for (let i = 0; i < filesPerBatch; i++) writeFileSync(path.join(dir, `${batches}-${i}`), '');
+      }
+      batches++;
+    });
+    writeFileSync(path.join(dir, 'start'), '');
+    await inbox.until((e) => seen.size === rounds * filesPerBatch + 1 || (e.mask & IN.IN_Q_OVERFLOW) !== 0, 'every file closed, or an overflow');
+    expect(inbox.items.filter((e) => e.mask & IN.IN_Q_OVERFLOW)).toEqual([]);
+    expect(inbox.items.length).toBe(2 * (rounds * filesPerBatch + 1));
+    // Still delivered a few hundred at a time, so that the work of one batch starts before the next.
+    expect(largestBatch).toBeLessThan(1000);
+    watcher.close();
+  });
+
+  it('close() in a callback stops delivery of the events read ahead', async () => {
+    const dir = tempDir();
+    let calls = 0;
+    const watcher = new InotifyWatcher(dir, IN.IN_CREATE, (events) => {
+      calls++;
+      expect(events.length).toBeGreaterThan(0);
+      watcher.close();
+    });
+    // 3,000 events are read at the first wakeup, several batches' worth.
+    for (let i = 0; i < 3000; i++) writeFileSync(path.join(dir, String(i)), '');
+    const witness = watch(dir, IN.IN_CREATE);
+    writeFileSync(path.join(dir, 'after'), '');
+    await witness.inbox.until((e) => e.name === 'after', 'the witness event');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    witness.watcher.close();
+    expect(calls).toBe(1);
+    expect(watcher.closed).toBe(true);
+  });
+
   it('watches more directories on the same fd and stops on removeWatch', async () => {
     const [one, two] = [tempDir(), tempDir()];
     const { watcher, inbox } = watch(one, IN.IN_CREATE);
