@@ -24,8 +24,8 @@ describe('npm run bench', () => {
     expect(Math.abs(Number(agent) - Number(bare) - Number(difference))).toBeLessThanOrEqual(1);
     if (Math.abs(Number(difference) - 40) >= 1) expect(verdict).toBe(Number(difference) <= 40 ? 'pass' : 'FAIL');
     expect(result.stdout).toMatch(/^\| native backend: files never patched, all runs \| 0 \| 0 \| pass \|$/m);
-    expect(result.stdout).toMatch(/^\| start with 100 \/ 200 configs \(10% \.conf\): exec → all chained \| \d+ \/ \d+ ms = [\d.]+x \| <= 2\.2x \| (pass|FAIL) \|$/m);
-    expect(result.stdout).toMatch(/^\| storm of 30 \/ 120 files, tmpfs: all patched \| [\d.]+ \/ [\d.]+ ms = [\d.]+x \| <= 4\.4x \| (pass|FAIL) \|$/m);
+    expect(result.stdout).toMatch(/^\| start with 200 \/ 100 configs \(10% \.conf\): exec → all chained \| \d+ \/ \d+ ms = [\d.]+x \| <= 2\.2x \| (pass|FAIL) \|$/m);
+    expect(result.stdout).toMatch(/^\| storm of 120 \/ 30 files, tmpfs: all patched \| [\d.]+ \/ [\d.]+ ms = [\d.]+x \| <= 4\.4x \| (pass|FAIL) \|$/m);
     for (const what of ['storm, tmpfs: all patched, agent / reference', 'storm, tmpfs: CPU per file, agent / reference']) {
       expect(result.stdout).toMatch(new RegExp(`^\\| ${what} \\| [\\d.]+ / [\\d.]+ (ms|µs) = [\\d.]+x \\| <= 1\\.15x \\| (pass|FAIL) \\|$`, 'm'));
     }
