@@ -8,7 +8,7 @@ import { IN } from '../../src/native/addon.js';
 import { InotifyWatcher, type RawInotifyEvent } from '../helpers/inotify.js';
 import { addonFile } from '../helpers/addon-path.js';
 import { runNodeScript, runProcess } from '../helpers/run-node.js';
-import { tempDir } from '../helpers/tmp.js';
+import { tempDir, tmpfsDir } from '../helpers/tmp.js';
 import { Inbox } from '../helpers/wait.js';
 import { itWith } from '../helpers/capability.js';
 
@@ -226,6 +226,41 @@ describe('event decoding', () => {
     expect(largestBatch).toBeLessThan(1000);
     watcher.close();
   });
+
+  it('reads ahead 4 MiB at most: a writer that never lets up gets the kernel overflow, not unbounded memory', async () => {
+    const dir = tmpfsDir() ?? tempDir();
+    const limit = Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8'));
+    // Names of 7 bytes take 32 bytes an event (a 16-byte header and the name padded to 16), so 4 MiB
+    // of backlog is 131,072 events. Each callback makes limit/2 events while it runs (never more than
+    // the kernel's queue holds, so that only a bounded backlog can overflow it) and is handed ~500;
+    // half as many callbacks again as filling the backlog and the queue takes.
+    const backlogEvents = (4 * 1024 * 1024) / 32;
+    const perCallback = Math.ceil(limit / 4);
+    const callbacks = Math.ceil((1.5 * (backlogEvents + limit)) / (2 * perCallback)) + 2;
+    let batches = 0;
+    let delivered = 0;
+    let overflowAt: number | undefined;
+    const done = new Inbox<number>();
+    const watcher = new InotifyWatcher(dir, IN.IN_CREATE | IN.IN_CLOSE_WRITE, (events) => {
+      delivered += events.length;
+      if (overflowAt === undefined && events.some((e) => e.mask & IN.IN_Q_OVERFLOW)) {
+        overflowAt = delivered;
+        done.push(delivered);
+      }
+      if (batches < callbacks && overflowAt === undefined) {
+        for (let i = 0; i < perCallback; i++) writeFileSync(path.join(dir, `${batches}-${i}`.padStart(7, '0')), '');
+        batches++;
+      }
+      // Every event delivered and none lost: the backlog had no bound.
+      if (delivered === 2 * (callbacks * perCallback + 1)) done.push(delivered);
+    });
+    writeFileSync(path.join(dir, 'start'), '');
+    await done.until(() => true, 'an overflow, or every event', 60_000);
+    watcher.close();
+    expect(overflowAt).toBeDefined();
+    // What was read before it: at most the backlog, the kernel's queue, and what was delivered meanwhile.
+    expect(overflowAt).toBeLessThan(2 * (backlogEvents + limit));
+  }, 120_000);
 
   it('close() in a callback stops delivery of the events read ahead', async () => {
     const dir = tempDir();
