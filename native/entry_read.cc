@@ -106,11 +106,8 @@ Napi::Value ReadEntryAt(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   if (withXattrs) {
-    bool over = false;
-    Napi::Array xattrs = ReadXattrs(env, fd.get(), &over);
     // Not copied faithfully, so never rewritten: reported like an oversized file.
-    if (over) return NoFile(env, out, kXattrsTooLarge, st);
-    for (uint32_t i = 0; i < xattrs.Length(); i++) xattrsOut.Set(i, xattrs.Get(i));
+    if (!ReadXattrs(env, fd.get(), xattrsOut)) return NoFile(env, out, kXattrsTooLarge, st);
   }
   out.Stat(kFile, st);
   out.slots[6] = static_cast<double>(length);

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "args.h"
@@ -70,21 +71,18 @@ Napi::Value Readlinkat(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value Xattrs(const Napi::CallbackInfo& info) {
-  bool over = false;
-  Napi::Array result = ReadXattrs(info.Env(), IntArg(info, 0, "fd"), &over);
-  if (over) throw ErrnoError(info.Env(), E2BIG, "flistxattr", "");
+  Napi::Array result = Napi::Array::New(info.Env());
+  if (!ReadXattrs(info.Env(), IntArg(info, 0, "fd"), result)) throw ErrnoError(info.Env(), E2BIG, "flistxattr", "");
   return result;
 }
 
-Napi::Array ReadXattrs(Napi::Env env, int fd, bool* over) {
-  Napi::Array result = Napi::Array::New(env);
-  *over = false;
+bool ReadXattrs(Napi::Env env, int fd, Napi::Array into) {
   // The list can grow between the size query and the read (ERANGE): ask again.
   std::vector<char> names;
   for (;;) {
     const ssize_t size = flistxattr(fd, nullptr, 0);
     if (size < 0) {
-      if (errno == ENOTSUP) return result;  // a filesystem without xattrs has none to copy
+      if (errno == ENOTSUP) return true;  // a filesystem without xattrs has none to copy
       throw ErrnoError(env, errno, "flistxattr", "");
     }
     names.resize(static_cast<size_t>(size));
@@ -98,11 +96,9 @@ Napi::Array ReadXattrs(Napi::Env env, int fd, bool* over) {
   // Names and values together are bounded (kMaxXattrBytes): one file with hundreds of 64 KiB values
   // would otherwise be held whole, and copied whole, at every read.
   size_t total = names.size();
-  if (total > kMaxXattrBytes) {
-    *over = true;
-    return Napi::Array::New(env);
-  }
-  uint32_t index = 0;
+  if (total > kMaxXattrBytes) return false;
+  // Read whole before any is handed over: past the bound, nothing is.
+  std::vector<std::pair<std::string, std::vector<char>>> pairs;
   for (size_t at = 0; at < names.size();) {
     const std::string name(names.data() + at);
     at += name.size() + 1;
@@ -122,16 +118,17 @@ Napi::Array ReadXattrs(Napi::Env env, int fd, bool* over) {
     }
     if (!read) continue;
     total += value.size();
-    if (total > kMaxXattrBytes) {
-      *over = true;
-      return Napi::Array::New(env);
-    }
+    if (total > kMaxXattrBytes) return false;
+    pairs.emplace_back(name, std::move(value));
+  }
+  uint32_t index = into.Length();
+  for (const auto& [name, value] : pairs) {
     Napi::Array pair = Napi::Array::New(env, 2);
     pair.Set(0u, Napi::String::New(env, name));
     pair.Set(1u, Napi::Buffer<char>::Copy(env, value.data(), value.size()));
-    result.Set(index++, pair);
+    into.Set(index++, pair);
   }
-  return result;
+  return true;
 }
 
 Napi::Value Fsetxattr(const Napi::CallbackInfo& info) {

@@ -23,8 +23,9 @@ Napi::Value Xattrs(const Napi::CallbackInfo& info);
 // Names and values of one file's xattrs together: what the agent reads and copies at most. Real
 // files carry a SELinux label and an ACL, some 100 bytes; the kernel allows 64 KiB per value.
 constexpr size_t kMaxXattrBytes = 64 * 1024;
-// The same for callers in C++ (entry_read.cc): `*over` is set, and nothing returned, past the bound.
-Napi::Array ReadXattrs(Napi::Env env, int fd, bool* over);
+// The same for callers in C++ (entry_read.cc): each [name, value] appended to `into`; false, and
+// nothing appended, past the bound.
+bool ReadXattrs(Napi::Env env, int fd, Napi::Array into);
 Napi::Value Fsetxattr(const Napi::CallbackInfo& info);
 //   filesystemType(fd) -> number                    (fstatfs(2)'s f_type: the filesystem's magic)
 Napi::Value FilesystemType(const Napi::CallbackInfo& info);
