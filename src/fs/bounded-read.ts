@@ -43,12 +43,7 @@ const found = new Float64Array(READ_SLOTS);
 /** Reads at most `maxBytes` of regular file `name` in `dir`, with its extended attributes when asked. */
 export function readEntry(dir: Dir, name: string, maxBytes: number, options: { xattrs?: boolean } = {}): EntryRead {
   const xattrs: Array<[string, Buffer]> = [];
-  let bytes: Buffer | undefined;
-  try {
-    bytes = entryIo.readEntryAt(dir.fd, name, maxBytes, options.xattrs === true, found, xattrs);
-  } catch (err) {
-    throw dir.naming(name, err);
-  }
+  const bytes = dir.call(name, () => entryIo.readEntryAt(dir.fd, name, maxBytes, options.xattrs === true, found, xattrs));
   switch (found[0]) {
     case READ_KIND.missing:
       return { kind: 'missing' };
