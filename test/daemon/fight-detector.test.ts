@@ -1,14 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { FightDetector, newFightState, type FightPolicy } from '../../src/daemon/keepers/fight-detector.js';
+import { FightDetector, type FightPolicy } from '../../src/daemon/keepers/fight-detector.js';
+import { Records } from '../../src/daemon/keepers/records.js';
 
 const POLICY: FightPolicy = { reactiveMs: 50, threshold: 3, baseBackoffMs: 1_000, maxBackoffMs: 60_000, calmMs: 120_000 };
 
 // The detector keeps no state of its own: each file's lives in the keeper's record of it (records.ts).
-// Two files here, f and g.
+// Two files here, f and g, each a record as the keeper makes it when a file is first written.
 function detector(policy = POLICY) {
   let now = 0;
   const fights = new FightDetector(policy, () => now);
-  return { fights, f: newFightState(), g: newFightState(), advance: (ms: number) => (now += ms) };
+  const records = new Records();
+  return { fights, f: records.wrote('f', undefined, false), g: records.wrote('g', undefined, false), advance: (ms: number) => (now += ms) };
 }
 
 /** Our write lands, the primary reverts `delay` ms later; returns the verdict. */

@@ -54,11 +54,6 @@ export interface FightState {
   lastWrite: number | undefined;
 }
 
-/** The state of a file we have just started to keep: no streak, no fight, no write of ours yet. */
-export function newFightState(): FightState {
-  return { streak: 0, lastReactive: -Infinity, level: 0, until: 0, lastWrite: undefined };
-}
-
 export class FightDetector {
   constructor(
     readonly policy: FightPolicy = DEFAULT_FIGHT_POLICY,

@@ -37,8 +37,8 @@ export interface ConfigEntry {
 }
 
 // One literal with every field, never a spread: every record has one hidden class, and V8 defines a
-// spread's properties through its slow path (docs/performance.md). The fight fields start as
-// FightDetector's newFightState() does: no streak, no fight, no write of ours yet.
+// spread's properties through its slow path (docs/performance.md). The fight fields (fight-detector.ts)
+// start with no streak, no fight, and no write of ours yet.
 function newFileRecord(ours: FileRecord['ours']): FileRecord {
   return { streak: 0, lastReactive: -Infinity, level: 0, until: 0, lastWrite: undefined, ours, sha256: undefined, madeFromConf: false };
 }
