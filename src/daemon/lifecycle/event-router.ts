@@ -62,7 +62,7 @@ export class EventRouter {
       }
       const dir = events.dir(i);
       const name = events.name(i);
-      if ((kind === 'moved-in' || kind === 'moved-out') && this.ownRenames.isOwn(kind, name, events.cookie(i))) continue;
+      if (this.ownRenames.isOwn(kind, name, events.cookie(i))) continue;
       if (dir === netDirDisk) this.onNetDirEvent(kind, dir, name, events.isDir(i));
       netDir.onEvent(kind, dir, name);
       if (keeper.targets.isTargetDir(dir)) this.onTargetDirEvent(kind, dir, name);

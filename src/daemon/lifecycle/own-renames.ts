@@ -30,10 +30,8 @@ export class OwnRenames {
   observe(events: WatchEvents): void {
     const generations = this.generations;
     for (let i = 0; i < events.length; i++) {
-      const kind = events.kind(i);
-      if (kind !== 'moved-out' && kind !== 'moved-in') continue;
       const cookie = events.cookie(i);
-      if (cookie === 0 || !isOwnTempName(events.name(i))) continue;
+      if (!isRename(events.kind(i), cookie) || !isOwnTempName(events.name(i))) continue;
       if (generations[0].size >= GENERATION) {
         generations[1] = generations[0];
         generations[0] = new Set();
