@@ -46,7 +46,9 @@ export async function convertConf(
     if (parked && existing.kind === 'file' && existing.bytes.equals(text)) return UNCHANGED; // already follows the target
     // A parked link marks our conversion, but only a conflist of our conversion's form is ours: the
     // primary may have written its own since (conflist.ts madeByConversion).
-    const ours = existing.kind === 'file' && ((parked && madeByConversion(existing.bytes, keeper.deps.plugin.type)) || (keeper.book.madeFromConf(destKey) && keeper.book.holdsOurWrite(keeper.book.file(destKey), sha256(existing.bytes))));
+    // Or a conflist we made from a `.conf` and last wrote exactly as it is.
+    const record = keeper.book.file(destKey);
+    const ours = existing.kind === 'file' && ((parked && madeByConversion(existing.bytes, keeper.deps.plugin.type)) || (record?.madeFromConf === true && keeper.book.holdsOurWrite(record, sha256(existing.bytes))));
     if (!ours) return problem('conflict', `${destName} exists too: not converting ${name} over it`);
     expect = (existing as { bytes: Buffer }).bytes;
   }

@@ -247,11 +247,6 @@ export class ConfigBook {
     return this.records.file(fileKey) !== undefined;
   }
 
-  /** True for a conflist we made from a `.conf` (ours to rewrite when the `.conf` comes back). */
-  madeFromConf(fileKey: string): boolean {
-    return this.records.file(fileKey)?.madeFromConf === true;
-  }
-
   /** True while the file of `record` is in a fight (fight-detector.ts). */
   isFighting(record: FileRecord | undefined): boolean {
     return this.fights.isFighting(record);
