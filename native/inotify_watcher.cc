@@ -163,9 +163,8 @@ InotifyWatcher::InotifyWatcher(const Napi::CallbackInfo& info)
     delete state;
     throw ErrnoError(env, -rc, "uv_poll_init", path);
   }
-  state->openHandles = 1;
   uv_idle_init(loop, &state->backlogIdle);  // cannot fail (libuv: it only links the handle)
-  state->openHandles = 2;
+  state->openHandles = 2;  // the poll and the idle handle: the state goes once both are closed
   rc = uv_poll_start(&state->handle, UV_READABLE, OnPoll);
   if (rc != 0) {
     CloseHandles(state);
