@@ -13,13 +13,14 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import path from 'node:path';
 import { bareNodeDir, bareNodeMemory } from './bare-node.js';
 import { cdfSvg } from './cdf-svg.js';
-import { Floor } from './floor.js';
+import { Floor, type FloorStorm } from './floor.js';
 import { freePort } from './free-port.js';
-import { bareAgent, SCALE, STORM_SCALE, BACKENDS, DISKS, FILES, IDLE_S, INTERVAL_MS, OUT, PACED, PLUGIN_FILE, PRIMARY_FILE, repo, REPEAT, TMP } from './options.js';
-import { benchBackend, idleCpu, pad, startTime, type BackendResult } from './phases.js';
+import { SCALE, STORM_SCALE, BACKENDS, DISKS, FILES, IDLE_S, INTERVAL_MS, OUT, PACED, PLUGIN_FILE, PRIMARY_FILE, repo, REPEAT, TMP } from './options.js';
+import { benchAgainstReference, benchBackend, idleCpu, pad, startTime, type BackendResult } from './phases.js';
 import { startScaling } from './start-scaling.js';
 import { stormScaling } from './storm-scaling.js';
 import { report, type DiskResult, type RunResult } from './report.js';
+import type { Summary } from './stats.js';
 import { watcherLatency } from './watchers.js';
 
 function fsType(dir: string): string {
@@ -39,14 +40,28 @@ async function main(): Promise<void> {
     for (const disk of DISKS) {
       const scratch = disk === 'tmpfs' ? tmpfsRoot : base;
       if (scratch === undefined) continue;
-      process.stderr.write(`[${disk}] floor: ${FILES} patches (1/4/16 threads), ${PACED} paced\n`);
-      const floorStorms = Array.from({ length: REPEAT }, () => floor.storm(scratch, FILES));
-      const floorStorm = floorStorms.sort((a, b) => a.bestMs - b.bestMs)[Math.floor((REPEAT - 1) / 2)]!;
-      const floorPaced = floor.paced(scratch, PACED, INTERVAL_MS);
       const backends: BackendResult[] = [];
-      for (const backend of BACKENDS) backends.push(await benchBackend(floor, backend, path.join(scratch, disk)));
-      // On tmpfs only: there the CPU is the agent's; on a disk it is the journal's.
-      const reference = disk === 'tmpfs' ? await benchBackend(floor, 'native', path.join(scratch, disk), bareAgent, 'bare') : undefined;
+      // On tmpfs the agent runs in turns with the reference and the floor (phases.ts,
+      // benchAgainstReference): there the CPU is the agent's; on a disk it is the journal's, and the
+      // reference is not run.
+      const withReference = disk === 'tmpfs' && BACKENDS.includes('native');
+      let floorStorm: FloorStorm;
+      let floorPaced: Summary;
+      let reference: BackendResult | undefined;
+      if (withReference) {
+        process.stderr.write(`[${disk}] the native agent, the reference and the floor in turns: ${REPEAT} storms of ${FILES} each, then ${PACED} paced\n`);
+        const turns = await benchAgainstReference(floor, path.join(scratch, disk));
+        ({ floorStorm, floorPaced, reference } = turns);
+        backends.push(turns.agent);
+      } else {
+        process.stderr.write(`[${disk}] floor: ${FILES} patches (1/4/16 threads), ${PACED} paced\n`);
+        const floorStorms = Array.from({ length: REPEAT }, () => floor.storm(scratch, FILES));
+        floorStorm = floorStorms.sort((a, b) => a.bestMs - b.bestMs)[Math.floor((REPEAT - 1) / 2)]!;
+        floorPaced = floor.paced(scratch, PACED, INTERVAL_MS);
+      }
+      for (const backend of BACKENDS) {
+        if (!(withReference && backend === 'native')) backends.push(await benchBackend(floor, backend, path.join(scratch, disk)));
+      }
       disks.push({ disk, filesystem: fsType(scratch), floorStorm, floorPaced, backends, reference });
     }
     const scratch = tmpfsRoot ?? base;

@@ -70,10 +70,15 @@ export class Floor {
 
   /** One patch at a time, `intervalMs` apart: the latency of each, rename to patched, in ms. */
   paced(dir: string, files: number, intervalMs: number): Summary {
+    return summarize(this.pacedSamples(dir, files, intervalMs));
+  }
+
+  /** paced()'s latencies one by one, for runs taken in stretches. */
+  pacedSamples(dir: string, files: number, intervalMs: number): number[] {
     const scratch = mkdtempSync(path.join(dir, 'floor-'));
     try {
       const out = execFileSync(this.binary, ['paced', scratch, String(files), String(intervalMs * 1000), this.primaryFile, this.pluginFile], { encoding: 'utf8' });
-      return summarize(out.trim().split('\n').map(Number));
+      return out.trim().split('\n').map(Number);
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }

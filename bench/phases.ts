@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { WatchBackendName } from '../src/watch/watcher.js';
 import { Agent, type ThreadKind } from './agent.js';
-import { Floor, msSinceRename } from './floor.js';
+import { Floor, msSinceRename, type FloorStorm } from './floor.js';
 import { freePort } from './free-port.js';
 import { Observer } from './observer.js';
 import { bareAgent, cli, FILES, IDLE_S, INTERVAL_MS, PACED, PLUGIN, PRIMARY, REPEAT } from './options.js';
@@ -71,7 +71,8 @@ export async function storm(floor: Floor, agent: Agent, observer: Observer, netD
   };
 }
 
-async function paced(floor: Floor, observer: Observer, netDir: string, names: string[]): Promise<{ latency: Summary; samples: number[]; missed: number }> {
+/** `names` written one at a time, `INTERVAL_MS` apart: rename → patched of each, in ms. */
+async function pacedSamples(floor: Floor, observer: Observer, netDir: string, names: string[]): Promise<{ samples: number[]; missed: number }> {
   const renamed = await floor.write({ dir: netDir, names, intervalMs: INTERVAL_MS });
   const landing = (n: string) => observer.landingAfter(n, renamed.get(n)!.before);
   const landed = (n: string) => landing(n) !== undefined;
@@ -79,7 +80,7 @@ async function paced(floor: Floor, observer: Observer, netDir: string, names: st
   // in the bench such a file is never patched. Counted as missed rather than waited for forever.
   await until('every file patched', () => names.every(landed), 30_000).catch(() => {});
   const samples = names.filter(landed).map((n) => msSinceRename(renamed.get(n)!, landing(n)!));
-  return { latency: summarize(samples), samples, missed: names.length - samples.length };
+  return { samples, missed: names.length - samples.length };
 }
 
 export async function agentEnv(hostRoot: string, bin: string, scratch: string, backend: WatchBackendName): Promise<NodeJS.ProcessEnv> {
@@ -111,58 +112,148 @@ export function hostTree(dir: string): { hostRoot: string; netDir: string; bin: 
 
 export const pad = (i: number) => String(i).padStart(5, '0');
 
-/** The agent with one backend; or, with `program`, the bench's bare reference agent in its place. */
-export async function benchBackend(floor: Floor, backend: WatchBackendName, scratch: string, program = cli, label: string = backend) {
-  const { hostRoot, netDir, bin } = hostTree(path.join(scratch, label));
-  const observer = new Observer(netDir);
-  // For profiling the agent: BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
-  const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const agent = new Agent(program, await agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, label), 'agent', nodeArgs);
-  try {
-    return await measureBackend(floor, label, agent, observer, netDir);
-  } finally {
-    // A failed phase must not leave the agent running behind the bench.
-    if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill('SIGKILL');
-  }
-}
+// Each phase starts on a quiet agent and disk: what one leaves behind must not be charged to the next.
+const settle = () => new Promise((resolve) => setTimeout(resolve, 1000));
 
-async function measureBackend(floor: Floor, backend: string, agent: Agent, observer: Observer, netDir: string) {
-  await agent.waitForLog('started');
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const idleRssMiB = agent.rssMiB();
-  const idleMemory = agent.memory();
-  // Each phase starts on a quiet agent and disk: what one leaves behind must not be charged to the next.
-  const settle = () => new Promise((resolve) => setTimeout(resolve, 1000));
-  const storms: Storm[] = [];
-  for (let r = 0; r < REPEAT; r++) {
-    process.stderr.write(`[${backend}] storm ${r + 1}/${REPEAT}: ${FILES} new files\n`);
-    storms.push(await storm(floor, agent, observer, netDir, Array.from({ length: FILES }, (_, i) => `${pad(i)}-storm${r}.conflist`)));
+/** One program under the bench: its process, its net.d and observer, and its storms and paced changes so far. */
+class Subject {
+  private readonly storms: Storm[] = [];
+  private readonly pacedSamples: number[] = [];
+  private pacedMissed = 0;
+  private idleRssMiB = 0;
+  private idleMemory: ReturnType<Agent['memory']> | undefined;
+
+  private constructor(
+    readonly label: string,
+    private readonly agent: Agent,
+    private readonly observer: Observer,
+    private readonly netDir: string,
+  ) {}
+
+  /** The agent with one backend; or, with `program`, the bench's bare reference agent in its place: started, quiet for 1 s, its idle memory taken. */
+  static async start(backend: WatchBackendName, scratch: string, program = cli, label: string = backend): Promise<Subject> {
+    const { hostRoot, netDir, bin } = hostTree(path.join(scratch, label));
+    const observer = new Observer(netDir);
+    // For profiling the agent: BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
+    const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+    const agent = new Agent(program, await agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, label), 'agent', nodeArgs);
+    const subject = new Subject(label, agent, observer, netDir);
+    try {
+      await agent.waitForLog('started');
+      await settle();
+      subject.idleRssMiB = agent.rssMiB();
+      subject.idleMemory = agent.memory();
+    } catch (err) {
+      subject.kill();
+      throw err;
+    }
+    return subject;
+  }
+
+  /** Storm `r`: FILES new files as fast as the writer can, then a quiet second. */
+  async storm(floor: Floor, r: number): Promise<void> {
+    process.stderr.write(`[${this.label}] storm ${r + 1}/${REPEAT}: ${FILES} new files\n`);
+    this.storms.push(await storm(floor, this.agent, this.observer, this.netDir, Array.from({ length: FILES }, (_, i) => `${pad(i)}-storm${r}.conflist`)));
     await settle();
   }
-  process.stderr.write(`[${backend}] paced: ${PACED} new files, one every ${INTERVAL_MS} ms\n`);
-  const pacedResult = await paced(floor, observer, netDir, Array.from({ length: PACED }, (_, i) => `${pad(i)}-paced.conflist`));
-  const peakRssMiB = agent.peakRssMiB();
-  // After the storms and the paced run, once the last write is a second old.
-  await settle();
-  const afterMemory = agent.memory();
-  const shutdown = await agent.stop();
-  await observer.close();
-  const pick = (key: 'wallMs' | 'cpuUsPerFile') => median(storms.map((s) => s[key]));
-  // The split of the storm whose CPU is the median, so that it adds up to the figure reported.
-  const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === pick('cpuUsPerFile'))!.cpuUsPerFileBy;
-  return {
-    backend,
-    storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
-    paced: pacedResult,
-    idleRssMiB,
-    peakRssMiB,
-    idleMemory,
-    afterMemory,
-    shutdown,
-  };
+
+  /** Paced changes `from` to `to` (exclusive) of PACED. */
+  async paced(floor: Floor, from: number, to: number): Promise<void> {
+    if (from === 0) process.stderr.write(`[${this.label}] paced: ${PACED} new files, one every ${INTERVAL_MS} ms\n`);
+    const { samples, missed } = await pacedSamples(floor, this.observer, this.netDir, Array.from({ length: to - from }, (_, i) => `${pad(from + i)}-paced.conflist`));
+    this.pacedSamples.push(...samples);
+    this.pacedMissed += missed;
+  }
+
+  /** Its memory once the last write is a second old, its shutdown, and the medians of its storms. */
+  async finish() {
+    const { agent } = this;
+    try {
+      const peakRssMiB = agent.peakRssMiB();
+      await settle();
+      const afterMemory = agent.memory();
+      const shutdown = await agent.stop();
+      await this.observer.close();
+      const { storms } = this;
+      const pick = (key: 'wallMs' | 'cpuUsPerFile') => median(storms.map((s) => s[key]));
+      // The split of the storm whose CPU is the median, so that it adds up to the figure reported.
+      const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === pick('cpuUsPerFile'))!.cpuUsPerFileBy;
+      return {
+        backend: this.label,
+        storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
+        paced: { latency: summarize(this.pacedSamples), samples: this.pacedSamples, missed: this.pacedMissed },
+        idleRssMiB: this.idleRssMiB,
+        peakRssMiB,
+        idleMemory: this.idleMemory!,
+        afterMemory,
+        shutdown,
+      };
+    } finally {
+      this.kill();
+    }
+  }
+
+  /** A failed phase must not leave the agent running behind the bench. */
+  kill(): void {
+    if (this.agent.child.exitCode === null && this.agent.child.signalCode === null) this.agent.child.kill('SIGKILL');
+  }
 }
 
-export type BackendResult = Awaited<ReturnType<typeof benchBackend>>;
+/** One program alone: REPEAT storms, then PACED changes. */
+export async function benchBackend(floor: Floor, backend: WatchBackendName, scratch: string) {
+  const subject = await Subject.start(backend, scratch);
+  try {
+    for (let r = 0; r < REPEAT; r++) await subject.storm(floor, r);
+    await subject.paced(floor, 0, PACED);
+    return await subject.finish();
+  } finally {
+    subject.kill();
+  }
+}
+
+// The paced changes in this many stretches, taking turns like the storms.
+const PACED_STRETCHES = 4;
+
+/**
+ * The agent, the reference (bench/bare-agent.ts) and the floor in turns: each round runs a storm of
+ * each (the floor's best of 1, 4 and 16 threads), in an order that alternates, and the paced changes
+ * are taken in stretches the same way. Their targets are ratios within one run, and this machine's
+ * speed swings by tens of percent from one minute to the next (docs/performance.md, "The machine's
+ * slow phases"): run one after the other, the three measured different minutes, and the ratios
+ * measured the machine as much as the programs.
+ */
+export async function benchAgainstReference(floor: Floor, scratch: string) {
+  const agent = await Subject.start('native', scratch);
+  let reference: Subject | undefined;
+  try {
+    reference = await Subject.start('native', scratch, bareAgent, 'bare');
+    const programs = [agent, reference];
+    const floorStorms: FloorStorm[] = [];
+    for (let r = 0; r < REPEAT; r++) {
+      floorStorms.push(floor.storm(scratch, FILES));
+      for (const subject of r % 2 === 0 ? programs : [...programs].reverse()) await subject.storm(floor, r);
+    }
+    const floorPaced: number[] = [];
+    for (let k = 0; k < PACED_STRETCHES; k++) {
+      const from = Math.floor((k * PACED) / PACED_STRETCHES);
+      const to = Math.floor(((k + 1) * PACED) / PACED_STRETCHES);
+      if (to === from) continue;
+      floorPaced.push(...floor.pacedSamples(scratch, to - from, INTERVAL_MS));
+      for (const subject of k % 2 === 0 ? programs : [...programs].reverse()) await subject.paced(floor, from, to);
+    }
+    return {
+      floorStorm: floorStorms.sort((a, b) => a.bestMs - b.bestMs)[Math.floor((REPEAT - 1) / 2)]!,
+      floorPaced: summarize(floorPaced),
+      agent: await agent.finish(),
+      reference: await reference.finish(),
+    };
+  } finally {
+    agent.kill();
+    reference?.kill();
+  }
+}
+
+export type BackendResult = Awaited<ReturnType<Subject['finish']>>;
 
 /** Wall time of a process from spawn to `done`, in ms. */
 function timeSpawn(command: string, args: string[], env: NodeJS.ProcessEnv, done: (child: ReturnType<typeof spawn>) => Promise<void>): Promise<number> {

@@ -106,7 +106,7 @@ function comparison(run: RunResult, d: DiskResult, agent: BackendResult, referen
 
 export function report(run: RunResult): string {
   const lines: string[] = [];
-  lines.push(`cni-chainer bench: ${FILES}-file storms (median of ${REPEAT}), ${PACED} paced every ${INTERVAL_MS} ms; fsync on; ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, Node ${process.version}`, '');
+  lines.push(`cni-chainer bench: ${FILES}-file storms (median of ${REPEAT}), ${PACED} paced every ${INTERVAL_MS} ms; on tmpfs the agent, the reference and the floor in turns; fsync on; ${cpus().length} x ${cpus()[0]?.model ?? '?'}, Linux ${readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim()}, Node ${process.version}`, '');
   lines.push('| disk | backend | storm: all patched ms | floor ms (1/4/16 thr) | ratio | storm p50 / p99 ms | CPU µs/file (floor) | paced p50 / p99 ms | floor paced p50 / p99 ms | storms: never patched | paced: never patched |', '|---|---|---:|---|---:|---|---:|---|---|---:|---:|');
   for (const d of run.disks) {
     const t = d.floorStorm.byThreads;

@@ -7,11 +7,17 @@ import { runProcess } from './helpers/run-node.js';
 import { tempDir } from './helpers/tmp.js';
 
 describe('npm run bench', () => {
-  it('runs the floor, both backends on disk and tmpfs, the bundled reference and a bare node:http, and prints every target as a ratio', async () => {
+  it('runs the floor, both backends on disk and tmpfs, the bundled reference in turns with the agent and a bare node:http, and prints every target as a ratio', async () => {
     const out = tempDir();
-    const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--repeat', '1', '--idle-s', '0', '--scale', '100,200', '--storm-scale', '30,120', '--out', out];
+    const args = ['--files', '30', '--paced', '5', '--interval-ms', '2', '--repeat', '2', '--idle-s', '0', '--scale', '100,200', '--storm-scale', '30,120', '--out', out];
     const result = await runProcess(process.execPath, [path.join(repoRoot, 'dist', 'bench', 'bench.js'), ...args]);
     expect(result.code, result.stderr).toBe(0);
+    // On tmpfs the agent and the reference take turns, in an order that alternates, so that a slow
+    // minute of the machine weighs on both (phases.ts, benchAgainstReference).
+    const onTmpfs = result.stderr.slice(result.stderr.indexOf('[tmpfs]'));
+    const turns = onTmpfs.split('\n').filter((line) => /^\[(native|bare)\] (storm|paced)/.test(line)).map((line) => line.replace(/:.*/, ''));
+    expect(turns).toEqual(['[native] storm 1/2', '[bare] storm 1/2', '[bare] storm 2/2', '[native] storm 2/2', '[native] paced', '[bare] paced']);
+    expect(result.stdout).toContain('on tmpfs the agent, the reference and the floor in turns');
     expect(result.stdout).toMatch(/^\| disk \(\w+\) \| native \| [\d.]+ \| [\d.]+ \(/m);
     expect(result.stdout).toMatch(/^\| tmpfs \(tmpfs\) \| parcel \|/m);
     expect(result.stdout).not.toContain('| NO |');
