@@ -100,6 +100,11 @@ export class Agent {
     return this.status('VmHWM');
   }
 
+  /** SIGKILL, if it still runs: a failed phase must not leave the agent running behind the bench. */
+  kill(): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
+  }
+
   async stop(): Promise<{ code: number | null; ms: number }> {
     const start = Date.now();
     const exited = new Promise<number | null>((resolve) => this.child.on('exit', (code) => resolve(code)));

@@ -13,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import path from 'node:path';
 import { bareNodeDir, bareNodeMemory } from './bare-node.js';
 import { cdfSvg } from './cdf-svg.js';
-import { Floor, type FloorStorm } from './floor.js';
+import { Floor, medianFloorStorm, type FloorStorm } from './floor.js';
 import { freePort } from './free-port.js';
 import { SCALE, STORM_SCALE, BACKENDS, DISKS, FILES, IDLE_S, INTERVAL_MS, OUT, PACED, PLUGIN_FILE, PRIMARY_FILE, repo, REPEAT, TMP } from './options.js';
 import { benchAgainstReference, benchBackend, idleCpu, pad, startTime, type BackendResult } from './phases.js';
@@ -55,8 +55,7 @@ async function main(): Promise<void> {
         backends.push(turns.agent);
       } else {
         process.stderr.write(`[${disk}] floor: ${FILES} patches (1/4/16 threads), ${PACED} paced\n`);
-        const floorStorms = Array.from({ length: REPEAT }, () => floor.storm(scratch, FILES));
-        floorStorm = floorStorms.sort((a, b) => a.bestMs - b.bestMs)[Math.floor((REPEAT - 1) / 2)]!;
+        floorStorm = medianFloorStorm(Array.from({ length: REPEAT }, () => floor.storm(scratch, FILES)));
         floorPaced = floor.paced(scratch, PACED, INTERVAL_MS);
       }
       for (const backend of BACKENDS) {

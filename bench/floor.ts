@@ -32,6 +32,11 @@ export interface FloorStorm {
   cpuUsPerFile: number;
 }
 
+/** The median of `storms` by their best time (the lower one of an even count). */
+export function medianFloorStorm(storms: FloorStorm[]): FloorStorm {
+  return [...storms].sort((a, b) => a.bestMs - b.bestMs)[Math.floor((storms.length - 1) / 2)]!;
+}
+
 export class Floor {
   private readonly binary: string;
 

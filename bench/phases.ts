@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { WatchBackendName } from '../src/watch/watcher.js';
 import { Agent, type ThreadKind } from './agent.js';
-import { Floor, msSinceRename, type FloorStorm } from './floor.js';
+import { Floor, medianFloorStorm, msSinceRename, type FloorStorm } from './floor.js';
 import { freePort } from './free-port.js';
 import { Observer } from './observer.js';
 import { bareAgent, cli, FILES, IDLE_S, INTERVAL_MS, PACED, PLUGIN, PRIMARY, REPEAT } from './options.js';
@@ -120,14 +120,14 @@ class Subject {
   private readonly storms: Storm[] = [];
   private readonly pacedSamples: number[] = [];
   private pacedMissed = 0;
-  private idleRssMiB = 0;
-  private idleMemory: ReturnType<Agent['memory']> | undefined;
 
   private constructor(
     readonly label: string,
     private readonly agent: Agent,
     private readonly observer: Observer,
     private readonly netDir: string,
+    private readonly idleRssMiB: number,
+    private readonly idleMemory: ReturnType<Agent['memory']>,
   ) {}
 
   /** The agent with one backend; or, with `program`, the bench's bare reference agent in its place: started, quiet for 1 s, its idle memory taken. */
@@ -137,17 +137,14 @@ class Subject {
     // For profiling the agent: BENCH_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = (process.env.BENCH_AGENT_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
     const agent = new Agent(program, await agentEnv(hostRoot, bin, scratch, backend), path.join(scratch, label), 'agent', nodeArgs);
-    const subject = new Subject(label, agent, observer, netDir);
     try {
       await agent.waitForLog('started');
       await settle();
-      subject.idleRssMiB = agent.rssMiB();
-      subject.idleMemory = agent.memory();
+      return new Subject(label, agent, observer, netDir, agent.rssMiB(), agent.memory());
     } catch (err) {
-      subject.kill();
+      agent.kill();
       throw err;
     }
-    return subject;
   }
 
   /** Storm `r`: FILES new files as fast as the writer can, then a quiet second. */
@@ -167,35 +164,30 @@ class Subject {
 
   /** Its memory once the last write is a second old, its shutdown, and the medians of its storms. */
   async finish() {
-    const { agent } = this;
-    try {
-      const peakRssMiB = agent.peakRssMiB();
-      await settle();
-      const afterMemory = agent.memory();
-      const shutdown = await agent.stop();
-      await this.observer.close();
-      const { storms } = this;
-      const pick = (key: 'wallMs' | 'cpuUsPerFile') => median(storms.map((s) => s[key]));
-      // The split of the storm whose CPU is the median, so that it adds up to the figure reported.
-      const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === pick('cpuUsPerFile'))!.cpuUsPerFileBy;
-      return {
-        backend: this.label,
-        storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
-        paced: { latency: summarize(this.pacedSamples), samples: this.pacedSamples, missed: this.pacedMissed },
-        idleRssMiB: this.idleRssMiB,
-        peakRssMiB,
-        idleMemory: this.idleMemory!,
-        afterMemory,
-        shutdown,
-      };
-    } finally {
-      this.kill();
-    }
+    const { agent, storms } = this;
+    const peakRssMiB = agent.peakRssMiB();
+    await settle();
+    const afterMemory = agent.memory();
+    const shutdown = await agent.stop();
+    await this.observer.close();
+    const pick = (key: 'wallMs' | 'cpuUsPerFile') => median(storms.map((s) => s[key]));
+    // The split of the storm whose CPU is the median, so that it adds up to the figure reported.
+    const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === pick('cpuUsPerFile'))!.cpuUsPerFileBy;
+    return {
+      backend: this.label,
+      storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
+      paced: { latency: summarize(this.pacedSamples), samples: this.pacedSamples, missed: this.pacedMissed },
+      idleRssMiB: this.idleRssMiB,
+      peakRssMiB,
+      idleMemory: this.idleMemory,
+      afterMemory,
+      shutdown,
+    };
   }
 
-  /** A failed phase must not leave the agent running behind the bench. */
+  /** Its process killed if it still runs (the callers' `finally`). */
   kill(): void {
-    if (this.agent.child.exitCode === null && this.agent.child.signalCode === null) this.agent.child.kill('SIGKILL');
+    this.agent.kill();
   }
 }
 
@@ -226,12 +218,13 @@ export async function benchAgainstReference(floor: Floor, scratch: string) {
   const agent = await Subject.start('native', scratch);
   let reference: Subject | undefined;
   try {
-    reference = await Subject.start('native', scratch, bareAgent, 'bare');
-    const programs = [agent, reference];
+    const bare = (reference = await Subject.start('native', scratch, bareAgent, 'bare'));
+    // Turn k: the agent first when k is even, the reference first when it is odd.
+    const inTurn = (k: number) => (k % 2 === 0 ? [agent, bare] : [bare, agent]);
     const floorStorms: FloorStorm[] = [];
     for (let r = 0; r < REPEAT; r++) {
       floorStorms.push(floor.storm(scratch, FILES));
-      for (const subject of r % 2 === 0 ? programs : [...programs].reverse()) await subject.storm(floor, r);
+      for (const subject of inTurn(r)) await subject.storm(floor, r);
     }
     const floorPaced: number[] = [];
     for (let k = 0; k < PACED_STRETCHES; k++) {
@@ -239,13 +232,13 @@ export async function benchAgainstReference(floor: Floor, scratch: string) {
       const to = Math.floor(((k + 1) * PACED) / PACED_STRETCHES);
       if (to === from) continue;
       floorPaced.push(...floor.pacedSamples(scratch, to - from, INTERVAL_MS));
-      for (const subject of k % 2 === 0 ? programs : [...programs].reverse()) await subject.paced(floor, from, to);
+      for (const subject of inTurn(k)) await subject.paced(floor, from, to);
     }
     return {
-      floorStorm: floorStorms.sort((a, b) => a.bestMs - b.bestMs)[Math.floor((REPEAT - 1) / 2)]!,
+      floorStorm: medianFloorStorm(floorStorms),
       floorPaced: summarize(floorPaced),
       agent: await agent.finish(),
-      reference: await reference.finish(),
+      reference: await bare.finish(),
     };
   } finally {
     agent.kill();
