@@ -1,13 +1,15 @@
-// Storms of two programs in interleaved rounds (docs/performance.md, "Storm pairs"): by default the
-// agent and the reference (bench/bare-agent.ts), or any two bundles, e.g. a build of the code before
-// a change copied aside against the build after it. This machine's speed swings several-fold between
-// minutes, so one program's storms are never all run in one stretch: each round starts a fresh
-// process of each, in alternating order, and runs `--per` storms of `--files` new files on tmpfs,
-// each storm's files removed before the next. Printed: the medians of wall time (first rename to
-// last patched) and CPU per file by thread, and the ratios A / B.
+// Storms of two programs or more in interleaved rounds (docs/performance.md, "Storm pairs"): by
+// default the agent and the reference (bench/bare-agent.ts), or any bundles, e.g. a build of the code
+// before a change copied aside against the build after it, and (--c, --d, --e) builds with one part
+// cut out, to see what that part costs. This machine's speed swings several-fold between minutes, so
+// one program's storms are never all run in one stretch: each round starts a fresh process of each,
+// in an order that reverses every round, and runs `--per` storms of `--files` new files on tmpfs, each
+// storm's files removed before the next. Printed: the medians of wall time (first rename to last
+// patched) and CPU per file by thread, each program's ratios to B; then the same by a storm's place
+// after start, since the first storm after a start also pays for V8 compiling what it runs.
 //
 //   npm run build && node dist/bench/storm-pairs.js [--rounds 4] [--per 5] [--files 1000]
-//                                                   [--a dist/cni-chainer.mjs] [--b dist/bench/bare-agent.mjs]
+//     [--a dist/cni-chainer.mjs] [--b dist/bench/bare-agent.mjs] [--c X.mjs] [--d Y.mjs] [--e Z.mjs]
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,9 +21,11 @@ import { agentEnv, f, hostTree, median, pad, storm, type Storm } from './phases.
 
 const ROUNDS = Number(option('rounds', '4'));
 const PER = Number(option('per', '5'));
+/** B is what the others are compared with: the reference, unless --b says otherwise. */
 const programs: Array<[string, string]> = [
   ['A', path.resolve(option('a', cli))],
   ['B', path.resolve(option('b', bareAgent))],
+  ...['c', 'd', 'e'].filter((l) => option(l, '') !== '').map((l): [string, string] => [l.toUpperCase(), path.resolve(option(l, ''))]),
 ];
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -56,7 +60,7 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(path.join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'cni-chainer-pairs-'));
   try {
     const floor = new Floor(path.join(repo, 'bench', 'floor.c'), path.join(scratch, 'floor-build'), PRIMARY_FILE, PLUGIN_FILE);
-    const storms: Record<string, Storm[]> = { A: [], B: [] };
+    const storms: Record<string, Storm[]> = Object.fromEntries(programs.map(([label]) => [label, []]));
     for (let r = 0; r < ROUNDS; r++) {
       const order = r % 2 === 0 ? programs : [...programs].reverse();
       for (const [label, program] of order) {
@@ -65,22 +69,51 @@ async function main(): Promise<void> {
       }
     }
     const kinds: ThreadKind[] = ['main', 'pool', 'v8', 'other'];
-    const wall = (l: string) => median(storms[l]!.map((s) => s.wallMs));
-    const cpu = (l: string) => median(storms[l]!.map((s) => s.cpuUsPerFile));
-    const by = (l: string, k: ThreadKind) => median(storms[l]!.map((s) => s.cpuUsPerFileBy[k]));
     const lines = [
       `storm pairs: ${ROUNDS} rounds of ${PER} storms of ${FILES} files each, medians`,
       '',
-      `| program | storm: all patched ms | CPU µs per file | ${kinds.join(' | ')} | never patched |`,
-      `|---|---:|---:|${kinds.map(() => '---:').join('|')}|---:|`,
-      ...programs.map(([l, p]) => `| ${l}: ${path.relative(repo, p)} | ${f(wall(l), 1)} | ${f(cpu(l), 1)} | ${kinds.map((k) => f(by(l, k), 1)).join(' | ')} | ${storms[l]!.reduce((a, s) => a + s.missed, 0)} |`),
-      `| A / B | ${f(wall('A') / wall('B'), 3)}x | ${f(cpu('A') / cpu('B'), 3)}x | ${kinds.map((k) => (by('B', k) > 0 ? `${f(by('A', k) / by('B', k), 2)}x` : '-')).join(' | ')} | |`,
+      ...table(programs, storms, kinds),
+      '',
+      `by the storm's place after start (each a median of ${ROUNDS}): the first also pays for V8 compiling what it runs`,
+      '',
+      ...byPlace(programs, storms),
       '',
     ];
     process.stdout.write(lines.join('\n'));
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** One row per program, then each other program's ratios to B. */
+function table(programs: Array<[string, string]>, storms: Record<string, Storm[]>, kinds: ThreadKind[]): string[] {
+  const wall = (l: string) => median(storms[l]!.map((s) => s.wallMs));
+  const cpu = (l: string) => median(storms[l]!.map((s) => s.cpuUsPerFile));
+  const by = (l: string, k: ThreadKind) => median(storms[l]!.map((s) => s.cpuUsPerFileBy[k]));
+  return [
+    `| program | storm: all patched ms | CPU µs per file | ${kinds.join(' | ')} | never patched |`,
+    `|---|---:|---:|${kinds.map(() => '---:').join('|')}|---:|`,
+    ...programs.map(([l, p]) => `| ${l}: ${path.relative(repo, p)} | ${f(wall(l), 1)} | ${f(cpu(l), 1)} | ${kinds.map((k) => f(by(l, k), 1)).join(' | ')} | ${storms[l]!.reduce((a, s) => a + s.missed, 0)} |`),
+    ...programs
+      .filter(([l]) => l !== 'B')
+      .map(([l]) => `| ${l} / B | ${f(wall(l) / wall('B'), 3)}x | ${f(cpu(l) / cpu('B'), 3)}x | ${kinds.map((k) => (by('B', k) > 0 ? `${f(by(l, k) / by('B', k), 2)}x` : '-')).join(' | ')} | |`),
+  ];
+}
+
+/** Storm k of every round (each round's programs start afresh), per program: wall, CPU, and its ratios to B's storm k. */
+function byPlace(programs: Array<[string, string]>, storms: Record<string, Storm[]>): string[] {
+  const at = (l: string, k: number) => storms[l]!.filter((_, i) => i % PER === k);
+  const wall = (l: string, k: number) => median(at(l, k).map((s) => s.wallMs));
+  const cpu = (l: string, k: number) => median(at(l, k).map((s) => s.cpuUsPerFile));
+  const by = (l: string, k: number, kind: ThreadKind) => median(at(l, k).map((s) => s.cpuUsPerFileBy[kind]));
+  const rows: string[] = ['| storm after start | program | all patched ms | CPU µs per file | main | v8 | wall / B | CPU / B |', '|---:|---|---:|---:|---:|---:|---:|---:|'];
+  for (let k = 0; k < PER; k++) {
+    for (const [l] of programs) {
+      const ratios = l === 'B' ? '| |' : `| ${f(wall(l, k) / wall('B', k), 2)}x | ${f(cpu(l, k) / cpu('B', k), 2)}x |`;
+      rows.push(`| ${k + 1} | ${l} | ${f(wall(l, k), 1)} | ${f(cpu(l, k), 1)} | ${f(by(l, k, 'main'), 1)} | ${f(by(l, k, 'v8'), 1)} ${ratios}`);
+    }
+  }
+  return rows;
 }
 
 main().catch((err: unknown) => {
