@@ -25,7 +25,10 @@ const PER = Number(option('per', '5'));
 const programs: Array<[string, string]> = [
   ['A', path.resolve(option('a', cli))],
   ['B', path.resolve(option('b', bareAgent))],
-  ...['c', 'd', 'e'].filter((l) => option(l, '') !== '').map((l): [string, string] => [l.toUpperCase(), path.resolve(option(l, ''))]),
+  ...['c', 'd', 'e'].flatMap((l): Array<[string, string]> => {
+    const program = option(l, '');
+    return program === '' ? [] : [[l.toUpperCase(), path.resolve(program)]];
+  }),
 ];
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -68,11 +71,10 @@ async function main(): Promise<void> {
         storms[label]!.push(...(await round(scratch, floor, `${label}-${r}`, program)));
       }
     }
-    const kinds: ThreadKind[] = ['main', 'pool', 'v8', 'other'];
     const lines = [
       `storm pairs: ${ROUNDS} rounds of ${PER} storms of ${FILES} files each, medians`,
       '',
-      ...table(programs, storms, kinds),
+      ...table(programs, storms),
       '',
       `by the storm's place after start (each a median of ${ROUNDS}): the first also pays for V8 compiling what it runs`,
       '',
@@ -85,32 +87,41 @@ async function main(): Promise<void> {
   }
 }
 
+const KINDS: ThreadKind[] = ['main', 'pool', 'v8', 'other'];
+
+/** The medians of `list`: wall time, CPU per file, and CPU per file by kind of thread. */
+function medians(list: Storm[]): { wallMs: number; cpuUsPerFile: number; by: Record<ThreadKind, number> } {
+  const by = Object.fromEntries(KINDS.map((k) => [k, median(list.map((s) => s.cpuUsPerFileBy[k]))])) as Record<ThreadKind, number>;
+  return { wallMs: median(list.map((s) => s.wallMs)), cpuUsPerFile: median(list.map((s) => s.cpuUsPerFile)), by };
+}
+
 /** One row per program, then each other program's ratios to B. */
-function table(programs: Array<[string, string]>, storms: Record<string, Storm[]>, kinds: ThreadKind[]): string[] {
-  const wall = (l: string) => median(storms[l]!.map((s) => s.wallMs));
-  const cpu = (l: string) => median(storms[l]!.map((s) => s.cpuUsPerFile));
-  const by = (l: string, k: ThreadKind) => median(storms[l]!.map((s) => s.cpuUsPerFileBy[k]));
+function table(programs: Array<[string, string]>, storms: Record<string, Storm[]>): string[] {
+  const m = (l: string) => medians(storms[l]!);
+  const b = m('B');
   return [
-    `| program | storm: all patched ms | CPU µs per file | ${kinds.join(' | ')} | never patched |`,
-    `|---|---:|---:|${kinds.map(() => '---:').join('|')}|---:|`,
-    ...programs.map(([l, p]) => `| ${l}: ${path.relative(repo, p)} | ${f(wall(l), 1)} | ${f(cpu(l), 1)} | ${kinds.map((k) => f(by(l, k), 1)).join(' | ')} | ${storms[l]!.reduce((a, s) => a + s.missed, 0)} |`),
+    `| program | storm: all patched ms | CPU µs per file | ${KINDS.join(' | ')} | never patched |`,
+    `|---|---:|---:|${KINDS.map(() => '---:').join('|')}|---:|`,
+    ...programs.map(([l, p]) => `| ${l}: ${path.relative(repo, p)} | ${f(m(l).wallMs, 1)} | ${f(m(l).cpuUsPerFile, 1)} | ${KINDS.map((k) => f(m(l).by[k], 1)).join(' | ')} | ${storms[l]!.reduce((a, s) => a + s.missed, 0)} |`),
     ...programs
       .filter(([l]) => l !== 'B')
-      .map(([l]) => `| ${l} / B | ${f(wall(l) / wall('B'), 3)}x | ${f(cpu(l) / cpu('B'), 3)}x | ${kinds.map((k) => (by('B', k) > 0 ? `${f(by(l, k) / by('B', k), 2)}x` : '-')).join(' | ')} | |`),
+      .map(([l]) => {
+        const x = m(l);
+        return `| ${l} / B | ${f(x.wallMs / b.wallMs, 3)}x | ${f(x.cpuUsPerFile / b.cpuUsPerFile, 3)}x | ${KINDS.map((k) => (b.by[k] > 0 ? `${f(x.by[k] / b.by[k], 2)}x` : '-')).join(' | ')} | |`;
+      }),
   ];
 }
 
 /** Storm k of every round (each round's programs start afresh), per program: wall, CPU, and its ratios to B's storm k. */
 function byPlace(programs: Array<[string, string]>, storms: Record<string, Storm[]>): string[] {
-  const at = (l: string, k: number) => storms[l]!.filter((_, i) => i % PER === k);
-  const wall = (l: string, k: number) => median(at(l, k).map((s) => s.wallMs));
-  const cpu = (l: string, k: number) => median(at(l, k).map((s) => s.cpuUsPerFile));
-  const by = (l: string, k: number, kind: ThreadKind) => median(at(l, k).map((s) => s.cpuUsPerFileBy[kind]));
+  const at = (l: string, k: number) => medians(storms[l]!.filter((_, i) => i % PER === k));
   const rows: string[] = ['| storm after start | program | all patched ms | CPU µs per file | main | v8 | wall / B | CPU / B |', '|---:|---|---:|---:|---:|---:|---:|---:|'];
   for (let k = 0; k < PER; k++) {
+    const b = at('B', k);
     for (const [l] of programs) {
-      const ratios = l === 'B' ? '| |' : `| ${f(wall(l, k) / wall('B', k), 2)}x | ${f(cpu(l, k) / cpu('B', k), 2)}x |`;
-      rows.push(`| ${k + 1} | ${l} | ${f(wall(l, k), 1)} | ${f(cpu(l, k), 1)} | ${f(by(l, k, 'main'), 1)} | ${f(by(l, k, 'v8'), 1)} ${ratios}`);
+      const x = at(l, k);
+      const ratios = l === 'B' ? '| |' : `| ${f(x.wallMs / b.wallMs, 2)}x | ${f(x.cpuUsPerFile / b.cpuUsPerFile, 2)}x |`;
+      rows.push(`| ${k + 1} | ${l} | ${f(x.wallMs, 1)} | ${f(x.cpuUsPerFile, 1)} | ${f(x.by.main, 1)} | ${f(x.by.v8, 1)} ${ratios}`);
     }
   }
   return rows;
