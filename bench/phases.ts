@@ -28,6 +28,9 @@ export function chained(file: string): boolean {
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+/** Turn k of programs run in turns: in their order when k is even, reversed when it is odd, so that neither always goes first. */
+export const inTurn = <T>(programs: readonly T[], k: number): T[] => (k % 2 === 0 ? [...programs] : [...programs].reverse());
 export const f = (v: number, digits = 2) => (Number.isFinite(v) ? v.toFixed(digits) : '-');
 
 export interface Storm {
@@ -219,12 +222,11 @@ export async function benchAgainstReference(floor: Floor, scratch: string) {
   let reference: Subject | undefined;
   try {
     const bare = (reference = await Subject.start('native', scratch, bareAgent, 'bare'));
-    // Turn k: the agent first when k is even, the reference first when it is odd.
-    const inTurn = (k: number) => (k % 2 === 0 ? [agent, bare] : [bare, agent]);
+    const programs = [agent, bare];
     const floorStorms: FloorStorm[] = [];
     for (let r = 0; r < REPEAT; r++) {
       floorStorms.push(floor.storm(scratch, FILES));
-      for (const subject of inTurn(r)) await subject.storm(floor, r);
+      for (const subject of inTurn(programs, r)) await subject.storm(floor, r);
     }
     const floorPaced: number[] = [];
     for (let k = 0; k < PACED_STRETCHES; k++) {
@@ -232,7 +234,7 @@ export async function benchAgainstReference(floor: Floor, scratch: string) {
       const to = Math.floor(((k + 1) * PACED) / PACED_STRETCHES);
       if (to === from) continue;
       floorPaced.push(...floor.pacedSamples(scratch, to - from, INTERVAL_MS));
-      for (const subject of inTurn(k)) await subject.paced(floor, from, to);
+      for (const subject of inTurn(programs, k)) await subject.paced(floor, from, to);
     }
     return {
       floorStorm: medianFloorStorm(floorStorms),

@@ -17,7 +17,7 @@ import { Agent, type ThreadKind } from './agent.js';
 import { Floor } from './floor.js';
 import { Observer } from './observer.js';
 import { bareAgent, cli, FILES, option, PLUGIN_FILE, PRIMARY_FILE, repo } from './options.js';
-import { agentEnv, f, hostTree, median, pad, storm, type Storm } from './phases.js';
+import { agentEnv, f, hostTree, inTurn, median, pad, storm, type Storm } from './phases.js';
 
 const ROUNDS = Number(option('rounds', '4'));
 const PER = Number(option('per', '5'));
@@ -65,8 +65,7 @@ async function main(): Promise<void> {
     const floor = new Floor(path.join(repo, 'bench', 'floor.c'), path.join(scratch, 'floor-build'), PRIMARY_FILE, PLUGIN_FILE);
     const storms: Record<string, Storm[]> = Object.fromEntries(programs.map(([label]) => [label, []]));
     for (let r = 0; r < ROUNDS; r++) {
-      const order = r % 2 === 0 ? programs : [...programs].reverse();
-      for (const [label, program] of order) {
+      for (const [label, program] of inTurn(programs, r)) {
         process.stderr.write(`round ${r + 1}/${ROUNDS}: ${label}, ${PER} storms of ${FILES}\n`);
         storms[label]!.push(...(await round(scratch, floor, `${label}-${r}`, program)));
       }
@@ -102,7 +101,10 @@ function table(programs: Array<[string, string]>, storms: Record<string, Storm[]
   return [
     `| program | storm: all patched ms | CPU µs per file | ${KINDS.join(' | ')} | never patched |`,
     `|---|---:|---:|${KINDS.map(() => '---:').join('|')}|---:|`,
-    ...programs.map(([l, p]) => `| ${l}: ${path.relative(repo, p)} | ${f(m(l).wallMs, 1)} | ${f(m(l).cpuUsPerFile, 1)} | ${KINDS.map((k) => f(m(l).by[k], 1)).join(' | ')} | ${storms[l]!.reduce((a, s) => a + s.missed, 0)} |`),
+    ...programs.map(([l, p]) => {
+      const x = m(l);
+      return `| ${l}: ${path.relative(repo, p)} | ${f(x.wallMs, 1)} | ${f(x.cpuUsPerFile, 1)} | ${KINDS.map((k) => f(x.by[k], 1)).join(' | ')} | ${storms[l]!.reduce((a, s) => a + s.missed, 0)} |`;
+    }),
     ...programs
       .filter(([l]) => l !== 'B')
       .map(([l]) => {
@@ -119,7 +121,7 @@ function byPlace(programs: Array<[string, string]>, storms: Record<string, Storm
   for (let k = 0; k < PER; k++) {
     const b = at('B', k);
     for (const [l] of programs) {
-      const x = at(l, k);
+      const x = l === 'B' ? b : at(l, k);
       const ratios = l === 'B' ? '| |' : `| ${f(x.wallMs / b.wallMs, 2)}x | ${f(x.cpuUsPerFile / b.cpuUsPerFile, 2)}x |`;
       rows.push(`| ${k + 1} | ${l} | ${f(x.wallMs, 1)} | ${f(x.cpuUsPerFile, 1)} | ${f(x.by.main, 1)} | ${f(x.by.v8, 1)} ${ratios}`);
     }
