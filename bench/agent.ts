@@ -70,6 +70,18 @@ export class Agent {
     return out;
   }
 
+  /**
+   * Minor page faults so far, all threads (proc(5): /proc/PID/stat's minflt). A count, not a time, so
+   * a slow minute of the machine leaves it as it is: pages touched for the first time, or touched
+   * again after the process gave them back (the agent's memory return after a burst,
+   * daemon/lifecycle/memory-return.ts).
+   */
+  minorFaults(): number {
+    const stat = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8');
+    // The command name, in parentheses, may hold spaces: the fields are counted after it, from state (3).
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[10 - 3]);
+  }
+
   /** CPU seconds used so far, all threads. */
   cpuSeconds(): number {
     return Object.values(this.cpuByThread()).reduce((a, b) => a + b, 0);

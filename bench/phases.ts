@@ -39,6 +39,8 @@ export interface Storm {
   cpuUsPerFile: number;
   /** The same by kind of thread. */
   cpuUsPerFileBy: Record<ThreadKind, number>;
+  /** Minor page faults per file, all threads (Agent.minorFaults). */
+  faultsPerFile: number;
   latency: Summary;
   /** Files never patched (the figures above are of the others). */
   missed: number;
@@ -47,6 +49,7 @@ export interface Storm {
 /** The writer renames `names` in as fast as it can; the agent patches them all. */
 export async function storm(floor: Floor, agent: Agent, observer: Observer, netDir: string, names: string[]): Promise<Storm> {
   const cpu0 = agent.cpuByThread();
+  const faults0 = agent.minorFaults();
   const renamed = await floor.write({ dir: netDir, names, intervalMs: 0 });
   const landing = (n: string) => observer.landingAfter(n, renamed.get(n)!.before);
   const landed = (n: string) => landing(n) !== undefined;
@@ -64,11 +67,13 @@ export async function storm(floor: Floor, agent: Agent, observer: Observer, netD
   const landings = seen.map((n) => landing(n)!);
   const last = landings.reduce((a, b) => (a > b ? a : b));
   const cpu1 = agent.cpuByThread();
+  const faults1 = agent.minorFaults();
   const by = Object.fromEntries(Object.keys(cpu1).map((k) => [k, ((cpu1[k as ThreadKind] - cpu0[k as ThreadKind]) * 1e6) / names.length])) as Record<ThreadKind, number>;
   return {
     wallMs: Number(last - first) / 1e6,
     cpuUsPerFile: Object.values(by).reduce((a, b) => a + b, 0),
     cpuUsPerFileBy: by,
+    faultsPerFile: (faults1 - faults0) / names.length,
     latency: summarize(seen.map((n, i) => msSinceRename(renamed.get(n)!, landings[i]!))),
     missed,
   };
@@ -173,12 +178,12 @@ class Subject {
     const afterMemory = agent.memory();
     const shutdown = await agent.stop();
     await this.observer.close();
-    const pick = (key: 'wallMs' | 'cpuUsPerFile') => median(storms.map((s) => s[key]));
+    const pick = (key: 'wallMs' | 'cpuUsPerFile' | 'faultsPerFile') => median(storms.map((s) => s[key]));
     // The split of the storm whose CPU is the median, so that it adds up to the figure reported.
     const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === pick('cpuUsPerFile'))!.cpuUsPerFileBy;
     return {
       backend: this.label,
-      storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
+      storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, faultsPerFile: pick('faultsPerFile'), latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
       paced: { latency: summarize(this.pacedSamples), samples: this.pacedSamples, missed: this.pacedMissed },
       idleRssMiB: this.idleRssMiB,
       peakRssMiB,

@@ -91,6 +91,7 @@ function comparison(run: RunResult, d: DiskResult, agent: BackendResult, referen
   row('storm: all patched ms', agent.storm.wallMs, reference.storm.wallMs, d.floorStorm.bestMs, 1);
   row('storm: CPU µs per file', agent.storm.cpuUsPerFile, reference.storm.cpuUsPerFile, d.floorStorm.cpuUsPerFile, 1);
   for (const kind of ['main', 'pool', 'v8'] as const) row(`storm: CPU µs per file, ${kind}`, agent.storm.cpuUsPerFileBy[kind], reference.storm.cpuUsPerFileBy[kind], undefined, 1);
+  row('storm: minor page faults per file', agent.storm.faultsPerFile, reference.storm.faultsPerFile, undefined, 2);
   row('paced p50 ms', agent.paced.latency.p50, reference.paced.latency.p50, d.floorPaced.p50, 3);
   row('paced p50 over the floor ms', agent.paced.latency.p50 - d.floorPaced.p50, reference.paced.latency.p50 - d.floorPaced.p50, undefined, 3);
   row('paced p99 ms', agent.paced.latency.p99, reference.paced.latency.p99, d.floorPaced.p99, 3);

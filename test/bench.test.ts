@@ -40,6 +40,11 @@ describe('npm run bench', () => {
     // The bare reference agent ran on tmpfs, bundled and started like the agent, and patched every
     // file it was given; each figure has its floor (or baseline) and both ratios.
     expect(result.stdout).toMatch(/^\| storm: CPU µs per file \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d.]+x \|$/m);
+    // Page faults are counted for both, from /proc: a storm touches memory, so neither count is zero.
+    const faults = /^\| storm: minor page faults per file \| ([\d.]+) \| ([\d.]+) \|  \|  \| [\d.]+x \|$/m.exec(result.stdout);
+    expect(faults).not.toBeNull();
+    expect(Number(faults![1])).toBeGreaterThan(0);
+    expect(Number(faults![2])).toBeGreaterThan(0);
     expect(result.stdout).toMatch(/^\| start: exec → first patch ms \(floor: node -e ''\) \| \d+ \| \d+ \| \d+ \| [\d.]+x \| [\d.]+x \|$/m);
     expect(result.stdout).toMatch(/^\| files never patched \| 0 \| 0 \| \| \| \|$/m);
     // Memory split as the kernel counts it, next to a bare node:http server of the same run; the
