@@ -179,11 +179,12 @@ class Subject {
     const shutdown = await agent.stop();
     await this.observer.close();
     const pick = (key: 'wallMs' | 'cpuUsPerFile' | 'faultsPerFile') => median(storms.map((s) => s[key]));
+    const cpuUsPerFile = pick('cpuUsPerFile');
     // The split of the storm whose CPU is the median, so that it adds up to the figure reported.
-    const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === pick('cpuUsPerFile'))!.cpuUsPerFileBy;
+    const cpuUsPerFileBy = storms.find((s) => s.cpuUsPerFile === cpuUsPerFile)!.cpuUsPerFileBy;
     return {
       backend: this.label,
-      storm: { wallMs: pick('wallMs'), cpuUsPerFile: pick('cpuUsPerFile'), cpuUsPerFileBy, faultsPerFile: pick('faultsPerFile'), latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
+      storm: { wallMs: pick('wallMs'), cpuUsPerFile, cpuUsPerFileBy, faultsPerFile: pick('faultsPerFile'), latency: storms[Math.floor(storms.length / 2)]!.latency, missed: storms.reduce((a, s) => a + s.missed, 0), runs: storms.map((s) => s.wallMs) },
       paced: { latency: summarize(this.pacedSamples), samples: this.pacedSamples, missed: this.pacedMissed },
       idleRssMiB: this.idleRssMiB,
       peakRssMiB,
