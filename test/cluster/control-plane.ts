@@ -9,6 +9,7 @@ import path from 'node:path';
 import { freePort } from '../../bench/free-port.js';
 import { repoRoot } from '../helpers/addon-path.js';
 import { makePki, type Pki } from './pki.js';
+import { stopComponents } from './processes.js';
 
 /** The cluster binaries, built (or found in the cache) by the one script that builds them. */
 export function clusterBinDir(): string {
@@ -48,7 +49,8 @@ export function componentLogTail(logs: string, name: string, lines = 30): string
 }
 
 export class ControlPlane {
-  private readonly children: ChildProcess[] = [];
+  /** Each component by name: its arguments (to start it again) and its process. */
+  private readonly components = new Map<string, { args: string[]; child: ChildProcess }>();
   readonly pki: Pki;
   apiPort = 0;
   private logs: string;
@@ -179,11 +181,35 @@ export class ControlPlane {
     ]);
   }
 
+  /**
+   * Under PR_SET_PDEATHSIG (setpriv): a test worker that dies outright takes its control plane with it
+   * (inside a node's namespaces, the PID namespace's end does that for what nsenter forks).
+   */
   private run(name: string, args: string[]): ChildProcess {
     const out = path.join(this.logs, `${name}.log`);
-    const child = spawn('sh', ['-c', `exec "$0" "$@" >>"${out}" 2>&1`, ...this.placement.prefix, path.join(this.bin, name), ...args], { stdio: 'ignore' });
-    this.children.push(child);
+    const child = spawn('setpriv', ['--pdeathsig', 'KILL', '--', 'sh', '-c', `exec "$0" "$@" >>"${out}" 2>&1`, ...this.placement.prefix, path.join(this.bin, name), ...args], { stdio: 'ignore' });
+    this.components.set(name, { args, child });
     return child;
+  }
+
+  private get children(): ChildProcess[] {
+    return [...this.components.values()].map((c) => c.child);
+  }
+
+  /** Stops one component (an API server outage, say): SIGTERM, SIGKILL after 5 s. */
+  async stopComponent(name: string): Promise<void> {
+    const child = this.components.get(name)?.child;
+    if (child === undefined) throw new Error(`no component ${name}`);
+    await stopChildren([child]);
+  }
+
+  /** Starts a stopped component again, with its arguments; the API server is waited for until healthy. */
+  async startComponent(name: string): Promise<void> {
+    const component = this.components.get(name);
+    if (component === undefined) throw new Error(`no component ${name}`);
+    if (component.child.exitCode === null && component.child.signalCode === null) throw new Error(`${name} is running`);
+    this.run(name, component.args);
+    if (name === 'kube-apiserver') await this.waitHealthy();
   }
 
   /** The tail of a component's log, for a failure message. */
@@ -208,11 +234,8 @@ export class ControlPlane {
 
   /** SIGTERM, then SIGKILL for whatever is still there after 5 s (the API server drains for long). */
   async stop(): Promise<void> {
-    const running = this.children.filter((c) => c.exitCode === null && c.signalCode === null);
-    const exited = running.map((c) => new Promise((resolve) => c.once('exit', resolve)));
-    for (const child of running.reverse()) child.kill('SIGTERM');
-    const timer = setTimeout(() => running.forEach((c) => c.kill('SIGKILL')), 5_000);
-    await Promise.all(exited);
-    clearTimeout(timer);
+    await stopChildren(this.children);
   }
 }
+
+const stopChildren = (children: ChildProcess[]) => stopComponents(children);

@@ -16,6 +16,7 @@ import { buildPauseImage } from '../runtime/oci-image.js';
 import { waitFor } from '../helpers/wait.js';
 import { componentLogTail, nodeToken, type ControlPlane } from './control-plane.js';
 import { NODE_IP, type NodeNamespace } from './node-namespace.js';
+import { stopComponents } from './processes.js';
 
 export class KubeletNode {
   private readonly children: ChildProcess[] = [];
@@ -132,12 +133,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
    * (found by the node's cgroup root, which every pod's cgroup is under).
    */
   async stop(): Promise<void> {
-    for (const child of [...this.children].reverse()) {
-      if (child.exitCode !== null || child.signalCode !== null) continue;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await exited;
-    }
+    for (const child of [...this.children].reverse()) await stopComponents([child], 'SIGKILL');
     const mine = (pid: string) => {
       try {
         return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(this.socket) || readFileSync(`/proc/${pid}/cgroup`, 'utf8').includes(this.ns.cgroupRoot);

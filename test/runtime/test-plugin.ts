@@ -16,7 +16,8 @@ export interface Invocation {
 /**
  * Writes the plugin as `<dir>/<type>`, logging to `log`. With `getOwnPod`, each ADD also GETs its
  * pod from the API server with the kubeconfig its config names (`kubernetes.kubeconfig`), as
- * linkerd-cni does: the kubeconfig the agent writes is proven by use.
+ * linkerd-cni does, and fails (exit 1, a CNI error) unless that GET answers 200: the kubeconfig the
+ * agent writes is proven by use, and a dead token fails the pod's sandbox as it would with linkerd.
  */
 export function writeTestPlugin(dir: string, type: string, log: string, options: { getOwnPod?: boolean } = {}): string {
   const file = path.join(dir, type);
@@ -38,7 +39,14 @@ if (cmd === 'VERSION') {
   const conf = JSON.parse(input);
   const reply = () => { done(); process.stdout.write(JSON.stringify({ ...(conf.prevResult || {}), cniVersion: conf.cniVersion })); };
   if (${options.getOwnPod === true} && record.pod) {
-    getOwnPod(conf.kubernetes.kubeconfig, args).then((status) => { record.api = status; reply(); });
+    // As linkerd-cni does: an ADD whose API call fails fails, and so does the pod's sandbox.
+    getOwnPod(conf.kubernetes.kubeconfig, args).then((status) => {
+      record.api = status;
+      if (status === 200) return reply();
+      done();
+      process.stdout.write(JSON.stringify({ cniVersion: conf.cniVersion, code: 999, msg: 'linkerd-cni stand-in: the API server answered ' + status }));
+      process.exitCode = 1;
+    });
   } else {
     reply();
   }

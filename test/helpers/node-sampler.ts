@@ -1,0 +1,56 @@
+// Samples a node's files every `everyMs` in a process of its own (the test's loop may block): whether
+// the config is chained, and whether it names the plugin while the plugin's binary is missing, the
+// state that fails every new pod.
+import { spawn } from 'node:child_process';
+
+export interface NodeSamples {
+  count: number;
+  /** Times (ms since the epoch) of samples that found the config unchained or unreadable. */
+  unchained: number[];
+  /** Times of samples that found the config naming the plugin and the binary missing. */
+  missingBinary: number[];
+  maxGapMs: number;
+}
+
+const SCRIPT = `
+const fs = require('fs');
+const [config, binary, type, every] = process.argv.slice(1);
+const names = new RegExp('"type"\\\\s*:\\\\s*"' + type + '"');
+const state = { count: 0, unchained: [], missingBinary: [], maxGapMs: 0 };
+let last = Date.now();
+setInterval(() => {
+  const now = Date.now();
+  state.maxGapMs = Math.max(state.maxGapMs, now - last);
+  last = now;
+  state.count++;
+  let text = '';
+  try { text = fs.readFileSync(config, 'utf8'); } catch {}
+  const chained = names.test(text);
+  if (!chained) state.unchained.push(now);
+  else if (!fs.existsSync(binary)) state.missingBinary.push(now);
+}, Number(every));
+process.on('SIGTERM', () => { process.stdout.write(JSON.stringify(state)); process.exit(0); });
+process.stdout.write('sampling\\n');
+`;
+
+export interface NodeSampler {
+  stop(): Promise<NodeSamples>;
+}
+
+export async function sampleNode(config: string, binary: string, type: string, everyMs = 20): Promise<NodeSampler> {
+  const child = spawn(process.execPath, ['-e', SCRIPT, config, binary, type, String(everyMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the sampler exited (${code})`)));
+  });
+  return {
+    stop: async () => {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      return JSON.parse(out.slice(out.indexOf('\n') + 1)) as NodeSamples;
+    },
+  };
+}
