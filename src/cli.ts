@@ -127,10 +127,12 @@ async function run(config: Config): Promise<number> {
 async function uninstall(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   const log = createLogger(config.logLevel, config.logFormat);
-  const [{ teardown }, { binaryNames }, { Ownership }] = await Promise.all([
+  const [{ teardown }, { binaryNames }, { Ownership }, { KubeconfigFile }, { Credentials }] = await Promise.all([
     import('./daemon/lifecycle/teardown.js'),
     import('./daemon/node/binaries.js'),
     import('./daemon/lifecycle/ownership.js'),
+    import('./kube/kubeconfig-file.js'),
+    import('./kube/credentials.js'),
   ]);
   const root = new HostRoot(config.hostRoot);
   let binaries: string[] = [];
@@ -140,15 +142,18 @@ async function uninstall(config: Config): Promise<number> {
     // Uninstall still unchains every config: that is what keeps the node working.
     log.warn({ dir: config.containerBinDir, err: (err as Error).message }, 'cannot list the plugin binaries to remove');
   }
+  const ownership = new Ownership(root, config.netDir);
   const result = await teardown(root, config, plugin.type, log, {
     binaries,
-    releaseOwnership: () => new Ownership(root, config.netDir).remove(),
+    releaseOwnership: () => ownership.remove(),
+    // The kubeconfig goes back, should another installer chain the plugin again meanwhile.
+    kubeconfig: new KubeconfigFile(config, root, new Credentials(config.serviceAccountDir, config.nodeName)),
   });
   if (result.failed.length > 0) {
     process.stderr.write(`cni-chainer: uninstall incomplete: the plugin is still in ${result.failed.map((f) => JSON.stringify(f)).join(', ')}\n`);
     return 1;
   }
-  log.info({ unpatched: result.unpatched, kubeconfigRemoved: result.kubeconfigRemoved, binaries: result.binariesRemoved }, 'uninstalled');
+  log.info({ unpatched: result.unpatched, kubeconfigRemoved: result.kubeconfigRemoved, binaries: result.binariesRemoved, keptFor: result.handedOver }, 'uninstalled');
   return 0;
 }
 

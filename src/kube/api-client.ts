@@ -1,14 +1,13 @@
 // The agent's own calls to the API server (docs/design.md, Kubernetes), in-cluster as client-go makes
 // them: the server from KUBERNETES_SERVICE_HOST/PORT (an IPv6 literal bracketed), the CA from the
-// service-account mount, and the token re-read from its file at every request, since the kubelet
-// rotates projected tokens in place. node:https and JSON, no client library: the agent makes a handful
+// service-account mount, and the token asked for at every request (credentials.ts): the pod's is
+// re-read from its file, since the kubelet rotates projected tokens in place. node:https and JSON, no client library: the agent makes a handful
 // of requests in its life (docs/design.md counts them), and a client would cost start time and memory
 // on every node for that. Loaded only when the API is used (cli.ts, the stop decision and the node
 // controller import it lazily).
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { request as plainRequest } from 'node:http';
-import path from 'node:path';
 import type { Config } from '../config.js';
 import { serverUrl } from './kubeconfig.js';
 
@@ -31,7 +30,8 @@ export class ApiUnreachable extends Error {
 
 export interface ApiClientOptions {
   server: string;
-  tokenFile: string;
+  /** The bearer token of each request; undefined: the request is not sent (ApiUnreachable 'ENOTOKEN'). */
+  token: () => string | undefined;
   caFile: string | undefined;
   /** Every request ends after this long, answered or not. */
   timeoutMs: number;
@@ -42,18 +42,17 @@ const MAX_BODY = 4 << 20;
 export class ApiClient {
   constructor(private readonly options: ApiClientOptions) {}
 
-  /** In-cluster, as the pod sees it; undefined outside Kubernetes (no token, no service host). */
-  static inCluster(config: Config, timeoutMs: number): ApiClient | undefined {
+  /** In-cluster, as the pod sees it, with `token`; undefined outside Kubernetes (no token now, no service host). */
+  static inCluster(config: Config, timeoutMs: number, token: () => string | undefined): ApiClient | undefined {
     const { host, port, protocol } = config.kubernetes;
-    const tokenFile = path.join(config.serviceAccountDir, 'token');
     let hasToken: boolean;
     try {
-      hasToken = readFileSync(tokenFile).length > 0;
+      hasToken = token() !== undefined;
     } catch {
       hasToken = false;
     }
     if (host === undefined || !hasToken) return undefined;
-    return new ApiClient({ server: serverUrl(protocol, host, port), tokenFile, caFile: config.skipTlsVerify ? undefined : config.caFile, timeoutMs });
+    return new ApiClient({ server: serverUrl(protocol, host, port), token, caFile: config.skipTlsVerify ? undefined : config.caFile, timeoutMs });
   }
 
   get<T>(apiPath: string): Promise<ApiAnswer<T>> {
@@ -62,8 +61,14 @@ export class ApiClient {
 
   send<T>(method: string, apiPath: string, body?: unknown, contentType = 'application/json'): Promise<ApiAnswer<T>> {
     const url = new URL(apiPath, this.options.server);
-    // Re-read each time: a rotated token is in the file before the old one expires.
-    const token = readFileSync(this.options.tokenFile, 'utf8').trim();
+    // Asked each time: a rotated token is in the file before the old one expires.
+    let token: string | undefined;
+    try {
+      token = this.options.token();
+    } catch (err) {
+      return Promise.reject(new ApiUnreachable(`cannot read the token: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code));
+    }
+    if (token === undefined) return Promise.reject(new ApiUnreachable('no token to send', 'ENOTOKEN'));
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json', 'user-agent': 'cni-chainer' };
     if (payload !== undefined) {

@@ -17,7 +17,7 @@ async function setup(seriesUpdateMs: number) {
   const api = await new RecordedApi({ [`POST ${EVENTS}`]: { status: 201, fixture: 'event.json' }, [`PATCH ${EVENTS}/*`]: { status: 200, fixture: 'event.json' } }).start();
   const dir = tempDir();
   writeFileSync(path.join(dir, 'token'), 'token-1');
-  const client = new ApiClient({ server: `http://127.0.0.1:${api.port}`, tokenFile: path.join(dir, 'token'), caFile: undefined, timeoutMs: 2_000 });
+  const client = new ApiClient({ server: `http://127.0.0.1:${api.port}`, token: () => 'token-1', caFile: undefined, timeoutMs: 2_000 });
   const events = new NodeEvents(client, 'node-1', 'linkerd-cni-x7k2p', pino({ level: 'silent' }), Date.now, seriesUpdateMs);
   return { api, events };
 }

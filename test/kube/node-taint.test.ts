@@ -19,7 +19,7 @@ describe('the startup taint', () => {
     }).start();
     const dir = tempDir();
     writeFileSync(path.join(dir, 'token'), 'token-1');
-    const client = new ApiClient({ server: `http://127.0.0.1:${api.port}`, tokenFile: path.join(dir, 'token'), caFile: undefined, timeoutMs: 2_000 });
+    const client = new ApiClient({ server: `http://127.0.0.1:${api.port}`, token: () => 'token-1', caFile: undefined, timeoutMs: 2_000 });
     const outcome = await new Promise((resolve) => new NodeTaint(client, 'node-1', 'cni-chainer.io/agent-not-ready', pino({ level: 'silent' }), resolve).ready());
     expect(outcome).toBe('removed');
     expect(api.requests.map((r) => `${r.method} ${r.url}`)).toEqual([`GET ${NODE}`, `PATCH ${NODE}`, `GET ${NODE}`, `PATCH ${NODE}`]);

@@ -35,6 +35,7 @@ import { ReadinessReporter } from './readiness-reporter.js';
 import { MemoryReturn } from './memory-return.js';
 import { leaveNode, type StopResult } from './leave-node.js';
 import { stopVerdict } from './stop-policy.js';
+import { NodeCredential } from './node-credential.js';
 import { runStep } from './start-step.js';
 import { markByTriggers, optimizeHeapForSize } from '../../memory-flags.js';
 import type { Probes } from '../http/probes.js';
@@ -69,6 +70,8 @@ export class Daemon {
   private readonly memory = new MemoryReturn();
   /** Readiness changes to the log, the metrics and the API server (readiness-reporter.ts). */
   private readonly reporter: ReadinessReporter;
+  /** The kubeconfig's token and the stop's question, both outliving this pod (node-credential.ts). */
+  private readonly credential: NodeCredential;
 
   constructor(
     private readonly config: Config,
@@ -81,12 +84,13 @@ export class Daemon {
     this.root = new HostRoot(config.hostRoot);
     this.lifecycle = this.readiness.condition('lifecycle');
     this.lifecycle.set('starting');
-    this.reporter = new ReadinessReporter(config, this.readiness, this.lifecycle, this.phaseState, log, metrics);
+    this.credential = new NodeCredential(config, log, () => void this.installed.syncKubeconfig());
+    this.reporter = new ReadinessReporter(config, this.credential.credentials, this.readiness, this.lifecycle, this.phaseState, log, metrics);
     const onConditionChange = (): void => this.updateReadiness();
     const phase = this.phaseState;
     const netDirArmed = (): boolean => this.netDir.armed;
     this.ownership = new Ownership(this.root, config.netDir);
-    this.kubeconfig = new KubeconfigFile(config, this.root);
+    this.kubeconfig = new KubeconfigFile(config, this.root, this.credential.credentials);
     this.chainedTargets = new ChainedTargets(this.root, config.netDir, log);
     const binary = new PluginBinary(this.root, config.binDir, config.containerBinDir, plugin.type, () => this.binDir.trusted);
     this.watcher = createWatcher(
@@ -172,6 +176,8 @@ export class Daemon {
     //    displaced by a crash mid-exchange goes back first); then the kubeconfig, if net.d exists.
     await runStep('3. sweep temps and write the kubeconfig', async () => {
       this.scan.sweep(0);
+      // A token bound to this node that an earlier agent left there is carried on: nothing rewritten.
+      this.credential.adopt(this.kubeconfig.tokenOnDisk());
       if (this.root.dirOnDisk(this.config.netDir) !== undefined) await this.installed.writeKubeconfigNow();
     });
     // 4. Watches: the service-account dir, the bin dir, then net.d and the path to it, whose arming
@@ -204,6 +210,8 @@ export class Daemon {
     this.lifecycle.clear();
     this.updateReadiness();
     this.memory.afterStart();
+    // Off the hot path: the pod's DaemonSet for the stop, and a token bound to this node.
+    void this.credential.start().catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot talk to the API server about this node\'s credential'));
     await markByTriggers();
   }
 
@@ -214,7 +222,7 @@ export class Daemon {
     // Asked at once, while the watches close and the passes drain: the API is slow at worst.
     const verdict = wasPassive
       ? undefined
-      : stopVerdict(this.config, this.log, () => this.ownership.standbyWaiting()).catch((err: unknown) => ({ teardown: false, reason: `the stop could not be decided (${(err as Error).message}): keeping the node chained` }));
+      : stopVerdict(this.config, this.log, this.credential, () => this.ownership.standbyWaiting()).catch((err: unknown) => ({ teardown: false, reason: `the stop could not be decided (${(err as Error).message}): keeping the node chained` }));
     this.phaseState.stopping();
     // Unready from here on: the configs are about to be unchained.
     this.lifecycle.set('stopping');
@@ -232,9 +240,10 @@ export class Daemon {
     this.installed.dispose();
     this.targetDirs.dispose();
     try {
-      const leaving = { config: this.config, plugin: this.plugin, root: this.root, log: this.log, metrics: this.metrics, ownership: this.ownership, role: this.role, reporter: this.reporter, installed: this.installed, chainedTargets: this.chainedTargets };
+      const leaving = { config: this.config, plugin: this.plugin, root: this.root, log: this.log, metrics: this.metrics, ownership: this.ownership, role: this.role, reporter: this.reporter, installed: this.installed, chainedTargets: this.chainedTargets, kubeconfig: this.kubeconfig };
       return await leaveNode(leaving, wasPassive, verdict);
     } finally {
+      this.credential.dispose();
       this.reporter.dispose();
       this.phaseState.stopped();
       // Last: the kubelet's probes are answered (not ready) for as long as the stop runs.

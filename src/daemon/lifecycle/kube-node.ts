@@ -4,6 +4,7 @@
 // waited for, and its absence changes nothing on the node. Loaded on the first readiness change, and
 // only where NODE_NAME and a service-account token are set.
 import type { Config } from '../../config.js';
+import type { Credentials } from '../../kube/credentials.js';
 import type { Logger } from '../../log.js';
 import type { NodeEventReason, NodeEvents } from '../../kube/node-events.js';
 import type { NodeTaint } from '../../kube/node-taint.js';
@@ -27,10 +28,11 @@ export class KubeNode {
   ) {}
 
   /** Undefined outside Kubernetes: no NODE_NAME, or no token to talk with. */
-  static async create(config: Config, log: Logger): Promise<KubeNode | undefined> {
+  static async create(config: Config, credentials: Credentials, log: Logger): Promise<KubeNode | undefined> {
     if (config.nodeName === undefined) return undefined;
     const [{ ApiClient }, { NodeTaint }, { NodeEvents }] = await Promise.all([import('../../kube/api-client.js'), import('../../kube/node-taint.js'), import('../../kube/node-events.js')]);
-    const client = ApiClient.inCluster(config, REQUEST_TIMEOUT_MS);
+    // The node's token when held: the uninstall's Event still goes out after this pod object is gone.
+    const client = ApiClient.inCluster(config, REQUEST_TIMEOUT_MS, () => credentials.nodeToken()?.token ?? credentials.podToken());
     if (client === undefined) return undefined;
     const events = new NodeEvents(client, config.nodeName, config.pod?.name ?? config.nodeName, log);
     const taint = new NodeTaint(client, config.nodeName, config.taintKey, log);

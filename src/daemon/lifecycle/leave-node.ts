@@ -7,6 +7,7 @@ import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../http/metrics.js';
 import type { InstalledFiles } from '../node/installed-files.js';
+import type { KubeconfigFile } from '../../kube/kubeconfig-file.js';
 import type { ChainedTargets } from './chained-targets.js';
 import type { Ownership } from './ownership.js';
 import type { OwnershipRole } from './ownership-role.js';
@@ -34,6 +35,7 @@ export interface LeavingNode {
   reporter: ReadinessReporter;
   installed: InstalledFiles;
   chainedTargets: ChainedTargets;
+  kubeconfig: KubeconfigFile;
 }
 
 /** `verdict` is undefined when this instance stood by (it never maintained the node). */
@@ -45,6 +47,14 @@ export async function leaveNode(node: LeavingNode, wasPassive: boolean, verdict:
     return { cleaned: false, unpatched: [], failed: [] };
   }
   const decided = await verdict;
+  // Asked again: the verdict may have taken seconds, and a newer instance may have claimed the node
+  // meanwhile (docs/design.md, Stop). Its configuration is not ours to remove.
+  const nowOwner = node.role.ownedByAnother();
+  if (nowOwner.another) {
+    node.ownership.dropStandbyLock();
+    node.log.info({ owner: nowOwner.instance, reason: decided.reason }, 'another instance took this node over while the stop was decided: leaving its configuration in place');
+    return { cleaned: false, unpatched: [], failed: [] };
+  }
   if (!decided.teardown) {
     // A replacement: configs, binaries and kubeconfig stay; the next instance (or the one standing
     // by, which our lock going wakes) takes the node from here.
@@ -58,7 +68,13 @@ export async function leaveNode(node: LeavingNode, wasPassive: boolean, verdict:
     binaries: node.installed.binaryNames,
     patchedTargets: node.chainedTargets.all,
     releaseOwnership: () => node.ownership.release(),
+    ownedByAnother: () => {
+      const now = node.role.ownedByAnother();
+      return now.another ? (now.instance ?? 'another') : undefined;
+    },
+    kubeconfig: node.kubeconfig,
   });
+  if (result.handedOver !== undefined) node.log.info({ reason: result.handedOver }, 'the plugin binaries and the kubeconfig stay for whoever chains the plugin now');
   node.metrics.unpatches.inc(result.unpatched.length);
   return { cleaned: result.failed.length === 0, unpatched: result.unpatched, failed: result.failed };
 }

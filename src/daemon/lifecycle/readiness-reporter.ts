@@ -2,6 +2,7 @@
 // exported as the `ready` gauge, and told to the API server (kube-node.ts: the startup taint and the
 // node's Events), never waited for. The readiness itself is read, never written, here.
 import type { Config } from '../../config.js';
+import type { Credentials } from '../../kube/credentials.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../http/metrics.js';
 import type { Condition, Readiness } from '../keepers/readiness.js';
@@ -17,6 +18,7 @@ export class ReadinessReporter {
 
   constructor(
     private readonly config: Config,
+    private readonly credentials: Credentials,
     private readonly readiness: Readiness,
     private readonly lifecycle: Condition,
     private readonly phase: PhaseState,
@@ -53,7 +55,7 @@ export class ReadinessReporter {
   private tellKubernetes(ready: boolean, reasons: string[]): void {
     if (this.config.nodeName === undefined) return;
     this.kubeNode ??= import('./kube-node.js')
-      .then(({ KubeNode }) => KubeNode.create(this.config, this.log))
+      .then(({ KubeNode }) => KubeNode.create(this.config, this.credentials, this.log))
       .catch((err: unknown) => {
         this.log.warn({ err: (err as Error).message }, 'cannot talk to the API server about this node');
         return undefined;
