@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the single-node cluster the tests run (test/cluster/): etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kubectl and containerd 2 with its runc shim, from
-# the pinned tools modules under tools/cluster/. The binaries land in a cache directory keyed by the
+# kube-controller-manager, kube-scheduler, kubelet, kubectl, containerd 2 with its runc shim, and Helm
+# (the chart's tests: charts/cni-chainer), from the pinned tools modules under tools/cluster/. The binaries land in a cache directory keyed by the
 # hash of those go.mod and go.sum files and of this script, and are reused while the key is the same.
 # Prints the bin directory on its last line.
 set -euo pipefail
@@ -34,6 +34,9 @@ done
 # no_btrfs: the btrfs snapshotter needs kernel headers through cgo and the tests use overlayfs.
 (cd "$tools/containerd" && go build -trimpath -tags no_btrfs -ldflags="$ldflags" -o "$bin.partial/" \
   github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2)
+# Helm 4, in a module of its own: it brings its own k8s.io versions, which must not move Kubernetes'.
+helm_version="$(cd "$tools/helm" && go list -m -f '{{.Version}}' helm.sh/helm/v4)"
+(cd "$tools/helm" && go build -trimpath -ldflags="$ldflags -X helm.sh/helm/v4/internal/version.version=$helm_version" -o "$bin.partial/" helm.sh/helm/v4/cmd/helm)
 echo "build-cluster: built in $((SECONDS - start)) s" >&2
 touch "$bin.partial/.complete"
 rm -rf "$bin" && mv "$bin.partial" "$bin"

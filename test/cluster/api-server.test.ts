@@ -14,6 +14,7 @@ import { repoRoot } from '../helpers/addon-path.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 import { ControlPlane, clusterBinDir } from './control-plane.js';
+import { tokenClaims } from '../../src/kube/token-claims.js';
 
 const NS = 'linkerd-cni';
 const TAINT = 'cni-chainer.io/agent-not-ready';
@@ -48,10 +49,11 @@ function serviceAccountDir(node: string): string {
 }
 
 /** The agent on the scratch node `host`, as the pod on `node`. */
-async function agentOn(host: NodeHost, node: string, extra: NodeJS.ProcessEnv = {}): Promise<{ daemon: DaemonProcess; port: number }> {
+async function agentOn(host: NodeHost, node: string, extra: NodeJS.ProcessEnv = {}): Promise<{ daemon: DaemonProcess; port: number; saDir: string }> {
   const port = await freePort();
+  const saDir = serviceAccountDir(node);
   const daemon = await host.started({
-    SERVICEACCOUNT_PATH: serviceAccountDir(node),
+    SERVICEACCOUNT_PATH: saDir,
     KUBERNETES_SERVICE_HOST: '127.0.0.1',
     KUBERNETES_SERVICE_PORT: String(cp.apiPort),
     POD_NAME: pods.get(node)!.name,
@@ -60,7 +62,7 @@ async function agentOn(host: NodeHost, node: string, extra: NodeJS.ProcessEnv = 
     HEALTH_PORT: String(port),
     ...extra,
   });
-  return { daemon, port };
+  return { daemon, port, saDir };
 }
 
 beforeAll(async () => {
@@ -117,7 +119,11 @@ describe('deploy/base on a real API server', () => {
       }
     };
     expect(can('get', 'pods', 'default')).toBe(true);
-    expect(can('delete', 'pods', 'default')).toBe(true);
+    // No repair controller runs: no pod deletion, no Events beyond the agent's own in default.
+    expect(can('delete', 'pods', 'default')).toBe(false);
+    expect(can('create', 'events.events.k8s.io', 'kube-system')).toBe(false);
+    expect(can('create', 'serviceaccounts/linkerd-cni', NS)).toBe(false);
+    expect(can('create', 'serviceaccounts/token', NS)).toBe(false);
     expect(can('get', 'daemonsets.apps/linkerd-cni', NS)).toBe(true);
     expect(can('get', 'daemonsets.apps/other', NS)).toBe(false);
     expect(can('get', 'daemonsets.apps/linkerd-cni', 'default')).toBe(false);
@@ -136,8 +142,119 @@ describe('deploy/base on a real API server', () => {
       .map((l) => l.trim().split(/\s+/)[0])
       .filter((r): r is string => r !== undefined && r !== '' && !r.startsWith('['));
     // (clustertrustbundles: every authenticated user may read them, system:basic-user.)
-    const expected = ['clustertrustbundles.certificates.k8s.io', 'pods', 'nodes', 'namespaces', 'services', 'events.events.k8s.io', 'daemonsets.apps', 'selfsubjectreviews.authentication.k8s.io', 'selfsubjectaccessreviews.authorization.k8s.io', 'selfsubjectrulesreviews.authorization.k8s.io'];
+    const expected = ['clustertrustbundles.certificates.k8s.io', 'pods', 'nodes', 'namespaces', 'services', 'events.events.k8s.io', 'daemonsets.apps', 'serviceaccounts/token', 'selfsubjectreviews.authentication.k8s.io', 'selfsubjectaccessreviews.authorization.k8s.io', 'selfsubjectrulesreviews.authorization.k8s.io'];
     expect(resources.filter((r) => !expected.includes(r))).toEqual([]);
+  });
+});
+
+/** The status the API server answers `token` for a GET of `apiPath`. */
+async function apiAnswer(token: string, apiPath: string): Promise<number> {
+  const { request } = await import('node:https');
+  return new Promise((resolve, reject) => {
+    const req = request(`${cp.server}${apiPath}`, { ca: readFileSync(cp.pki.caCert), headers: { authorization: `Bearer ${token.trim()}` } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const kubeconfigToken = (host: NodeHost) => JSON.parse(/^\s*token: (".*")$/m.exec(host.read('ZZZ-linkerd-cni-kubeconfig'))![1]!) as string;
+
+/** Waits for the DaemonSet's new pod on `node` (after `old` went), and records it. */
+async function waitForPod(node: string, old: string): Promise<void> {
+  await waitFor(
+    () => {
+      const list = json<{ items: Array<{ metadata: { name: string; uid: string }; spec: { nodeName?: string } }> }>(['get', 'pods', '-n', NS]).items;
+      const fresh = list.find((p) => p.spec.nodeName === node && p.metadata.name !== old);
+      if (fresh !== undefined) pods.set(node, { name: fresh.metadata.name, uid: fresh.metadata.uid, node });
+      return fresh !== undefined;
+    },
+    `a new pod on ${node}`,
+    30_000,
+  );
+}
+
+describe("the node's token (TokenRequest bound to the Node), as the token policy allows it", () => {
+  const request = (token: string, body: unknown) => {
+    try {
+      return cp.kubectl(['create', '--raw', `/api/v1/namespaces/${NS}/serviceaccounts/linkerd-cni/token`, '-f', '-'], { token, input: JSON.stringify(body) });
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  const forNode = (name: string, extra: Record<string, unknown> = {}) => ({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 86_400, boundObjectRef: { apiVersion: 'v1', kind: 'Node', name }, ...extra } });
+
+  it("node-a's pod may ask for a token bound to node-a, for at most two days, and nothing else", () => {
+    const podTokenA = readFileSync(path.join(serviceAccountDir('node-a'), 'token'), 'utf8');
+    const issued = JSON.parse(request(podTokenA, forNode('node-a'))) as { status: { token: string } };
+    expect(tokenClaims(issued.status.token)?.node?.name).toBe('node-a');
+    expect(request(podTokenA, forNode('node-b'))).toMatch(/the agent may only ask for a token bound to the node its pod runs on/);
+    expect(request(podTokenA, { ...forNode('node-a'), spec: { expirationSeconds: 86_400, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pods.get('node-b')!.name } } })).toMatch(/the agent may only ask for a token bound to the node its pod runs on/);
+    expect(request(podTokenA, { ...forNode('node-a'), spec: { expirationSeconds: 30 * 86_400, boundObjectRef: { apiVersion: 'v1', kind: 'Node', name: 'node-a' } } })).toMatch(/at most two days/);
+    // A node token asks for nothing: one that leaks from net.d cannot renew itself.
+    expect(request(issued.status.token, forNode('node-a'))).toMatch(/only the agent's pod may ask for a node token/);
+  });
+
+  it("a node token may remove its own node's taint and no other node's", () => {
+    const podTokenA = readFileSync(path.join(serviceAccountDir('node-a'), 'token'), 'utf8');
+    const nodeTokenA = (JSON.parse(request(podTokenA, forNode('node-a'))) as { status: { token: string } }).status.token;
+    const removeTaint = JSON.stringify([{ op: 'test', path: '/spec/taints', value: [{ key: TAINT, effect: 'NoSchedule' }] }, { op: 'replace', path: '/spec/taints', value: [] }]);
+    expect(() => cp.kubectl(['patch', 'node', 'node-b', '--type', 'json', '-p', removeTaint, '--dry-run=server'], { token: nodeTokenA })).toThrow(/the agent may change only the node its pod runs on/);
+  });
+});
+
+describe("what node-a's own token may do to Nodes and Events (server-side dry runs)", () => {
+  const bearer = () => readFileSync(path.join(serviceAccountDir('node-a'), 'token'), 'utf8');
+  /** kubectl as node-a's agent, server-side dry run: '' when allowed, else the API server's words. */
+  const attempt = (args: string[], input?: string) => {
+    try {
+      cp.kubectl([...args, '--dry-run=server'], { token: bearer(), input });
+      return '';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  const patchNode = (node: string, ops: unknown[]) => attempt(['patch', 'node', node, '--type', 'json', '-p', JSON.stringify(ops)]);
+
+  it('only the removal of the startup taint from its own node passes; every other change of the Node is Forbidden, saying why', () => {
+    cp.kubectl(['taint', 'node', 'node-a', `${TAINT}:NoSchedule`, '--overwrite']);
+    try {
+      const taints = json<{ spec: { taints: unknown[] } }>(['get', 'node', 'node-a']).spec.taints;
+      const remove = [{ op: 'test', path: '/spec/taints', value: taints }, { op: 'replace', path: '/spec/taints', value: [] }];
+      expect(patchNode('node-a', remove)).toBe('');
+      const refused: Array<[string, unknown[], RegExp]> = [
+        ['a finalizer', [{ op: 'add', path: '/metadata/finalizers', value: ['example.com/hold'] }], /its metadata may not change/],
+        ['an ownerReference naming a missing owner', [{ op: 'add', path: '/metadata/ownerReferences', value: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'gone', uid: '00000000-0000-0000-0000-000000000000' }] }], /its metadata may not change/],
+        ['the taint removed and a finalizer added, in one patch', [...remove, { op: 'add', path: '/metadata/finalizers', value: ['example.com/hold'] }], /its metadata may not change/],
+        ['a label', [{ op: 'add', path: '/metadata/labels/evil', value: 'yes' }], /its metadata may not change/],
+        ['an annotation', [{ op: 'add', path: '/metadata/annotations', value: { evil: 'yes' } }], /its metadata may not change/],
+        ['unschedulable', [{ op: 'add', path: '/spec/unschedulable', value: true }], /the rest of its spec may not change/],
+        ['the podCIDR', [{ op: 'add', path: '/spec/podCIDR', value: '10.9.0.0/24' }], /the rest of its spec may not change/],
+        ['another taint', [{ op: 'add', path: '/spec/taints/-', value: { key: 'other', effect: 'NoExecute' } }], /change no other taint/],
+      ];
+      for (const [what, ops, message] of refused) {
+        const answer = patchNode('node-a', ops);
+        expect(answer, what).toMatch(/\(Forbidden\)/);
+        expect(answer, what).toMatch(message);
+      }
+      expect(patchNode('node-b', [{ op: 'replace', path: '/spec/taints', value: [] }])).toMatch(/\(Forbidden\).*may change only the node its pod runs on \(node-a\), not node-b/s);
+    } finally {
+      cp.kubectl(['taint', 'node', 'node-a', `${TAINT}:NoSchedule-`]);
+    }
+  });
+
+  it('may write Events about its own Node in default, reported by cni-chainer, and nothing else', () => {
+    const event = (ns: string, regarding: Record<string, string>, controller = 'cni-chainer') =>
+      JSON.stringify({ apiVersion: 'events.k8s.io/v1', kind: 'Event', metadata: { name: `probe.${Math.random().toString(16).slice(2)}`, namespace: ns }, eventTime: new Date().toISOString().replace('Z', '000Z'), reportingController: controller, reportingInstance: 'x', action: 'Probe', reason: 'Probe', regarding, note: 'probe', type: 'Normal' });
+    const create = (ns: string, regarding: Record<string, string>, controller?: string) => attempt(['create', '-f', '-'], event(ns, regarding, controller));
+    const nodeA = { apiVersion: 'v1', kind: 'Node', name: 'node-a' };
+    expect(create('default', nodeA)).toBe('');
+    expect(create('kube-system', { apiVersion: 'v1', kind: 'Pod', name: 'kube-dns', namespace: 'kube-system' }, 'kubelet')).toMatch(/\(Forbidden\).*cannot create resource "events"/s);
+    expect(create('default', { apiVersion: 'v1', kind: 'Pod', name: 'web', namespace: 'default' })).toMatch(/\(Forbidden\).*only write Events about the node its pod runs on/s);
+    expect(create('default', { ...nodeA, name: 'node-b' })).toMatch(/\(Forbidden\).*only write Events about the node its pod runs on/s);
+    expect(create('default', nodeA, 'kubelet')).toMatch(/\(Forbidden\).*only write Events reported by cni-chainer/s);
   });
 });
 
@@ -164,6 +281,47 @@ describe('the agent with its pod-bound token', () => {
     expect(taintsOf('node-b')).toContain(TAINT);
     expect(() => cp.kubectl(['label', 'node', 'node-a', 'evil=yes'], { token: bearer })).toThrow(/the agent may only remove its startup taint/);
     expect(() => cp.kubectl(['taint', 'node', 'node-a', 'other=x:NoSchedule'], { token: bearer })).toThrow(/the agent may only remove its startup taint/);
+  });
+
+  it("asks for a token bound to its Node, and the kubeconfig carries it: a forced delete of its pod leaves the node chained", async () => {
+    const host = new NodeHost();
+    host.putFixture(CONFIG);
+    const { daemon, saDir } = await agentOn(host, 'node-a');
+    await waitFor(() => tokenClaims(kubeconfigToken(host))?.pod === undefined, 'the kubeconfig rewritten with a node token', 20_000);
+    const claims = tokenClaims(kubeconfigToken(host))!;
+    expect(claims.node?.name).toBe('node-a');
+    expect(claims.expiresAt - claims.issuedAt).toBe(86_400);
+    // The pod object goes at once, its token with it; the DaemonSet controller makes a new one.
+    const old = pods.get('node-a')!;
+    cp.kubectl(['delete', 'pod', '-n', NS, old.name, '--force', '--grace-period=0']);
+    // The API server refuses the pod's token once its pod is gone from its cache.
+    const podToken = readFileSync(path.join(saDir, 'token'), 'utf8');
+    await waitFor(async () => (await apiAnswer(podToken, `/api/v1/namespaces/${NS}/pods/${old.name}`)) === 401, "the pod's token refused");
+    // The plugin's credential still works.
+    expect(await apiAnswer(kubeconfigToken(host), '/api/v1/namespaces/default/pods')).toBe(200);
+    expect((await daemon.stop()).code).toBe(0);
+    expect(host.isChained(CONFIG)).toBe(true);
+    expect(daemon.logs.items.find((l) => l.msg === 'stopping without unchaining: the node stays chained')?.reason).toMatch(/still runs a pod on this node/);
+    await waitForPod('node-a', old.name);
+  });
+
+  it('a DaemonSet whose nodeSelector no longer matches the node: the SIGTERM uninstalls it', async () => {
+    const host = new NodeHost();
+    host.putFixture(CONFIG);
+    const { daemon } = await agentOn(host, 'node-b');
+    await waitFor(() => tokenClaims(kubeconfigToken(host))?.pod === undefined, 'the node token', 20_000);
+    cp.kubectl(['label', 'node', 'node-b', 'cni=off']);
+    cp.kubectl(['patch', 'daemonset', '-n', NS, 'linkerd-cni', '--type', 'json', '-p', JSON.stringify([{ op: 'add', path: '/spec/template/spec/affinity', value: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'cni', operator: 'NotIn', values: ['off'] }] }] } } } }])]);
+    try {
+      expect((await daemon.stop()).code).toBe(0);
+      expect(daemon.logs.items.find((l) => l.msg === 'uninstalling: removing the plugin from every config')?.reason).toMatch(/no longer runs a pod on node node-b: its required node affinity/);
+      expect(host.read(CONFIG)).toBe(fixture(CONFIG));
+      expect(readdirSync(host.netDir)).toEqual([CONFIG]);
+      expect(readdirSync(host.binDir)).toEqual([]);
+    } finally {
+      cp.kubectl(['patch', 'daemonset', '-n', NS, 'linkerd-cni', '--type', 'json', '-p', JSON.stringify([{ op: 'remove', path: '/spec/template/spec/affinity' }])]);
+      cp.kubectl(['label', 'node', 'node-b', 'cni-']);
+    }
   });
 
   it('kubectl delete -k deploy/base: the SIGTERM that follows uninstalls, and the node is byte-identical', async () => {

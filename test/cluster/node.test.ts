@@ -16,6 +16,8 @@ import { afterAll, beforeAll } from 'vitest';
 import { reason, setUpNode, tearDownNode } from './single-node.js';
 import './scenarios/image.js';
 import './scenarios/rollouts.js';
+import './scenarios/outlives-pod.js';
+import './scenarios/helm-switch.js';
 import './scenarios/layouts.js';
 import './scenarios/token-rotation.js';
 

@@ -3,14 +3,14 @@
 // node, and what the tests ask of it: pods created through the API, whether the stand-in plugin saw
 // them (and reached the API server with the agent's kubeconfig), the agent's pods, process and memory.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fixture } from '../helpers/fixtures.js';
 import { repoRoot } from '../helpers/addon-path.js';
 import { waitFor } from '../helpers/wait.js';
 import { Buildah, buildUnavailable } from '../image/buildah.js';
-import { BUILD_BASE, buildAgentImage, buildBases, buildPluginStandIn, RUNTIME_BASE } from '../image/stand-ins.js';
+import { BUILD_BASE, buildAgentImage, buildBases, buildInstallerStandIn, buildPluginStandIn, INSTALLER_STANDIN, RUNTIME_BASE } from '../image/stand-ins.js';
 import { invocations } from '../runtime/test-plugin.js';
 import { ControlPlane, clusterBinDir } from './control-plane.js';
 import { KubeletNode } from './kubelet-node.js';
@@ -21,8 +21,10 @@ export const NS = 'linkerd-cni';
 export const TAINT = 'cni-chainer.io/agent-not-ready';
 export const PRIMARY_NAME = '10-containerd-net.conflist';
 export const PRIMARY = fixture(PRIMARY_NAME);
-/** The manifests' image, as the kubelet resolves it. */
-export const IMAGE = 'docker.io/library/cni-chainer:0.1.0';
+/** The chart's image (its default tag: <version>-cni-plugin-<plugin version>), as the kubelet resolves it. */
+export const IMAGE = 'docker.io/library/cni-chainer:0.1.0-cni-plugin-v1.7.0';
+/** linkerd's own installer (the stand-in), as the kubelet resolves it. */
+export const INSTALLER_IMAGE = 'docker.io/library/linkerd-installer-standin:test';
 /** The image as buildah's storage names it. */
 export const BUILT = 'localhost/cni-chainer:cluster-test';
 /** Inside the node's namespaces (its /var/log is a tmpfs of its own). */
@@ -80,10 +82,27 @@ export function createPod(tolerate = false): string {
   return name;
 }
 
-/** The names of `pods` whose sandbox's ADD the chained plugin did not record, or whose GET failed. */
+/**
+ * The names of `pods` not meshed: no ADD of the chained plugin recorded for them, or an ADD whose
+ * API call failed (its sandbox failed with it, as with linkerd-cni; a retry that then worked does not
+ * undo that).
+ */
 export function notMeshed(pods: string[]): string[] {
   const calls = invocations(ns.inside(PLUGIN_LOG)).filter((i) => i.cmd === 'ADD');
-  return pods.filter((p) => !calls.some((c) => c.pod === `default/${p}` && c.api === 200));
+  return pods.filter((p) => {
+    const own = calls.filter((c) => c.pod === `default/${p}`);
+    return own.length === 0 || own.some((c) => c.api !== 200);
+  });
+}
+
+/** The API server's answers to the plugin's calls for `pods` (status → count), for the closing figures. */
+export function pluginAnswers(pods: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const c of invocations(ns.inside(PLUGIN_LOG))) {
+    if (c.cmd !== 'ADD' || c.pod === undefined || !pods.includes(c.pod.replace(/^default\//, ''))) continue;
+    counts[String(c.api)] = (counts[String(c.api)] ?? 0) + 1;
+  }
+  return counts;
 }
 
 export async function waitRunning(pods: string[]): Promise<void> {
@@ -122,12 +141,16 @@ export async function setUpNode(): Promise<void> {
   const began = Date.now();
   if (!buildah.has(BUILD_BASE) || !buildah.has(RUNTIME_BASE)) buildBases(buildah);
   buildPluginStandIn(buildah, PLUGIN_LOG, { getOwnPod: true });
+  buildInstallerStandIn(buildah);
   const built = Date.now();
   buildAgentImage(buildah, BUILT);
   imageBuild = `stand-in bases in ${((built - began) / 1000).toFixed(0)} s, the image in ${((Date.now() - built) / 1000).toFixed(0)} s, size ${buildah.size(BUILT)}`;
   const archive = path.join(dir, 'agent.oci.tar');
   buildah.ociArchive(BUILT, archive, IMAGE);
   node.importImage(archive);
+  const installer = path.join(dir, 'installer.oci.tar');
+  buildah.ociArchive(INSTALLER_STANDIN, installer, INSTALLER_IMAGE);
+  node.importImage(installer);
   await waitFor(
     () => json<{ status: { conditions: Array<{ type: string; status: string }> } }>(['get', 'node', NODE]).status.conditions.some((c) => c.type === 'Ready' && c.status === 'True'),
     'the node Ready',
@@ -143,6 +166,34 @@ export async function tearDownNode(): Promise<void> {
   await cp?.stop();
   await ns?.destroy();
   if (dir !== undefined && process.env.CLUSTER_TEST_KEEP === undefined) rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * Follows the agent's log in pod `name` as the kubelet writes it: the kubelet removes a pod's logs with
+ * the pod, so the file is held open from now on (an unlinked file stays readable through its open
+ * descriptor) and read to its end when asked. `stop()` gives the agent's JSON lines.
+ */
+export function followAgentLog(name: string): { stop(): Array<Record<string, unknown>> } {
+  const root = ns.inside(path.join(node.dir, 'kubelet', 'pod-logs'));
+  const podDir = readdirSync(root).find((d) => d.startsWith(`${NS}_${name}_`));
+  if (podDir === undefined) throw new Error(`no logs of pod ${name} under ${root}`);
+  const dir = path.join(root, podDir, 'install-cni');
+  const fds = readdirSync(dir).sort().map((file) => openSync(path.join(dir, file), 'r'));
+  return {
+    stop: () =>
+      fds.flatMap((fd) => {
+        const text = readFileSync(fd, 'utf8');
+        closeSync(fd);
+        // The CRI log format: time, stream, tag, then the line.
+        return text.split('\n').flatMap((line) => {
+          try {
+            return [JSON.parse(line.split(' ').slice(3).join(' ')) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        });
+      }),
+  };
 }
 
 /** The pid of the agent's process in the pod `uid` (its cgroup names the pod). */
@@ -168,7 +219,7 @@ export async function deploy(layout: string): Promise<{ name: string; uid: strin
 
 /** Deletes it, and waits until its pod and its namespace are gone (a namespace takes a while). */
 export async function undeploy(layout: string): Promise<void> {
-  cp.kubectl(['delete', '-k', layout, '--wait=false']);
+  cp.kubectl(['delete', '-k', layout, '--wait=false', '--ignore-not-found']);
   await waitFor(() => agentPods().length === 0, 'the agent pod gone', 120_000);
   await waitFor(() => !cp.kubectl(['get', 'namespaces', '-o', 'name']).includes(`namespace/${NS}`), 'its namespace gone', 120_000);
 }

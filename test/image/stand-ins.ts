@@ -77,6 +77,21 @@ export function buildPluginStandIn(buildah: Buildah, invocations: string, option
   buildah.image(PLUGIN_STANDIN, (c) => buildah.run(['copy', c, `${tree}/`, '/']));
 }
 
+export const INSTALLER_STANDIN = 'localhost/linkerd-installer-standin:test';
+
+/**
+ * linkerd's own installer, for the switch between it and cni-chainer: the runtime base (Node), the
+ * stand-in written from its documented behaviour (test/stand-ins/linkerd-install-cni.mjs), and the
+ * PLUGIN_IMAGE stand-in's files at linkerd's cni-plugin image's paths. After buildPluginStandIn.
+ */
+export function buildInstallerStandIn(buildah: Buildah): void {
+  buildah.image(INSTALLER_STANDIN, (c) => {
+    buildah.run(['copy', c, `${path.join(buildah.work, 'plugin-tree')}/`, '/']);
+    buildah.run(['copy', c, path.join(repoRoot, 'test', 'stand-ins', 'linkerd-install-cni.mjs'), '/usr/lib/linkerd/install-cni.mjs']);
+    buildah.run(['config', '--cmd', '["node", "/usr/lib/linkerd/install-cni.mjs"]', c]);
+  }, RUNTIME_BASE);
+}
+
 /** Builds the repo's Dockerfile, unchanged, against the stand-ins. */
 export function buildAgentImage(buildah: Buildah, ref: string): void {
   buildah.run(['bud', '--quiet', '--isolation', 'chroot', '--pull=never', '--build-arg', `PLUGIN_IMAGE=${PLUGIN_STANDIN}`, '-f', path.join(repoRoot, 'Dockerfile'), '-t', ref, repoRoot]);

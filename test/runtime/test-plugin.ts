@@ -53,12 +53,13 @@ if (cmd === 'VERSION') {
 } else {
   done();
 }
-// The kubeconfig's scalars are JSON strings (src/kube/kubeconfig.ts): one line each.
+// The kubeconfig's scalars, one line each: JSON strings (src/kube/kubeconfig.ts) or plain.
 function getOwnPod(kubeconfig, args) {
   return new Promise((resolve) => {
     try {
       const text = fs.readFileSync(kubeconfig, 'utf8');
-      const field = (key) => { const m = text.match(new RegExp('^\\\\s*' + key + ': (".*")$', 'm')); return m ? JSON.parse(m[1]) : undefined; };
+      // A JSON string (cni-chainer's kubeconfig) or a plain scalar (linkerd's installer's).
+      const field = (key) => { const m = text.match(new RegExp('^\\\\s*' + key + ': (.*?)\\\\s*$', 'm')); return m ? (m[1].startsWith('"') ? JSON.parse(m[1]) : m[1]) : undefined; };
       const url = new URL('/api/v1/namespaces/' + args.K8S_POD_NAMESPACE + '/pods/' + args.K8S_POD_NAME, field('server'));
       const ca = field('certificate-authority-data');
       const req = require('https').get(url, { ca: ca && Buffer.from(ca, 'base64'), headers: { authorization: 'Bearer ' + field('token') }, timeout: 5000 }, (res) => { res.resume(); resolve(res.statusCode); });
