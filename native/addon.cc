@@ -66,6 +66,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("renameat2", Napi::Function::New(env, Renameat2, "renameat2"));
   exports.Set("unlinkat", Napi::Function::New(env, Unlinkat, "unlinkat"));
   exports.Set("symlinkat", Napi::Function::New(env, Symlinkat, "symlinkat"));
+  exports.Set("linkat", Napi::Function::New(env, Linkat, "linkat"));
   exports.Set("readlinkat", Napi::Function::New(env, Readlinkat, "readlinkat"));
   exports.Set("xattrs", Napi::Function::New(env, Xattrs, "xattrs"));
   exports.Set("fsetxattr", Napi::Function::New(env, Fsetxattr, "fsetxattr"));

@@ -61,6 +61,16 @@ Napi::Value Symlinkat(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+Napi::Value Linkat(const Napi::CallbackInfo& info) {
+  const int olddirfd = IntArg(info, 0, "olddirfd");
+  const std::string oldpath = StringArg(info, 1, "oldpath");
+  const int newdirfd = IntArg(info, 2, "newdirfd");
+  const std::string newpath = StringArg(info, 3, "newpath");
+  // No AT_SYMLINK_FOLLOW: a link to the entry itself, never to what a symlink there points at.
+  if (linkat(olddirfd, oldpath.c_str(), newdirfd, newpath.c_str(), 0) != 0) throw ErrnoError(info.Env(), errno, "linkat", newpath);
+  return info.Env().Undefined();
+}
+
 Napi::Value Readlinkat(const Napi::CallbackInfo& info) {
   const int dirfd = IntArg(info, 0, "dirfd");
   const std::string path = StringArg(info, 1, "path");

@@ -11,6 +11,7 @@
 //   renameat2(olddirfd, old, newdirfd, new, flags)
 //   unlinkat(dirfd, path, flags)
 //   symlinkat(target, dirfd, path)
+//   linkat(olddirfd, oldpath, newdirfd, newpath)   (a hard link; never follows a symlink)
 //   readlinkat(dirfd, path) -> string
 //   xattrs(fd) -> Array<[name, Buffer]>            (flistxattr + fgetxattr; E2BIG past kMaxXattrBytes)
 //   fsetxattr(fd, name, value: Buffer)
@@ -18,6 +19,7 @@ Napi::Value Openat2(const Napi::CallbackInfo& info);
 Napi::Value Renameat2(const Napi::CallbackInfo& info);
 Napi::Value Unlinkat(const Napi::CallbackInfo& info);
 Napi::Value Symlinkat(const Napi::CallbackInfo& info);
+Napi::Value Linkat(const Napi::CallbackInfo& info);
 Napi::Value Readlinkat(const Napi::CallbackInfo& info);
 Napi::Value Xattrs(const Napi::CallbackInfo& info);
 // Names and values of one file's xattrs together: what the agent reads and copies at most. Real

@@ -126,6 +126,11 @@ export class Dir {
     return removed;
   }
 
+  /** A hard link `to` of entry `from`, both in this directory (never through a symlink). */
+  link(from: string, to: string): void {
+    this.call(to, () => fsCalls.linkat(this.fd, from, this.fd, to));
+  }
+
   symlink(target: string, name: string): void {
     this.call(name, () => fsCalls.symlinkat(target, this.fd, name));
   }

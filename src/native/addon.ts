@@ -91,6 +91,8 @@ export interface NativeAddon {
   renameat2(olddirfd: number, oldpath: string, newdirfd: number, newpath: string, flags: number): void;
   unlinkat(dirfd: number, path: string, flags: number): void;
   symlinkat(target: string, dirfd: number, path: string): void;
+  /** A hard link `newpath` (relative to newdirfd) of the entry `oldpath`; never follows a symlink. */
+  linkat(olddirfd: number, oldpath: string, newdirfd: number, newpath: string): void;
   readlinkat(dirfd: number, path: string): string;
   /** Every extended attribute of an open file (POSIX ACLs and SELinux labels are xattrs too). */
   xattrs(fd: number): Array<[string, Buffer]>;

@@ -2,5 +2,5 @@
 // *at calls relative to a directory fd, xattrs, flock.
 import { addon, type NativeAddon } from './addon.js';
 
-export type FsCalls = Pick<NativeAddon, 'openat2' | 'renameat2' | 'unlinkat' | 'symlinkat' | 'readlinkat' | 'xattrs' | 'fsetxattr' | 'flock' | 'flockWait' | 'filesystemType'>;
+export type FsCalls = Pick<NativeAddon, 'openat2' | 'renameat2' | 'unlinkat' | 'symlinkat' | 'linkat' | 'readlinkat' | 'xattrs' | 'fsetxattr' | 'flock' | 'flockWait' | 'filesystemType'>;
 export const fsCalls: FsCalls = addon;

@@ -4,14 +4,14 @@
 // written from its documented behaviour (test/stand-ins/linkerd-install-cni.mjs); the node's files are
 // sampled every 20 ms all through, by a process of its own.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DAEMONSET, POD, RecordedApi } from '../helpers/api-answers.js';
 import { repoRoot } from '../helpers/addon-path.js';
 import { pluginFile } from '../helpers/fixtures.js';
 import { NodeHost, DaemonProcess } from '../helpers/node-host.js';
-import { sampleNode } from '../helpers/node-sampler.js';
+import { sampleNode, type NodeSamples } from '../helpers/node-sampler.js';
 import { waitFor } from '../helpers/wait.js';
 import { readFileSync } from 'node:fs';
 
@@ -78,3 +78,42 @@ describe('an older instance whose stop is decided while a newer one claims the n
     expect((await newer.stop()).code).toBe(0);
   });
 });
+
+describe("linkerd's installer stops while this agent runs (the surge switch to cni-chainer)", () => {
+  // Its stop writes every config it patched in place, unchained, then removes the kubeconfig and the
+  // binary: nothing can keep that from being seen for the moment it takes the agent to undo it. What
+  // the agent owes is to undo it at once: one write of the config, the binary back from its spare
+  // hard link (a rename, no copy), the kubeconfig written again. The windows, sampled every
+  // millisecond, are logged (docs/decisions.md has the figures); their bound is the bench's business.
+  it.each([1, 2, 3])('its unchain, and its removal of the binary and the kubeconfig, are undone at once (run %i)', async () => {
+    const host = new NodeHost();
+    host.putFixture(CONFIG);
+    mkdirSync(host.binDir, { recursive: true });
+    const theirs = linkerdInstaller(host);
+    await theirs.waitLog('started');
+    await waitFor(() => host.holdsPlugin(CONFIG), "chained by linkerd's installer");
+    const ours = await host.started();
+    const sampler = await sampleNode(host.net(CONFIG), path.join(host.binDir, 'linkerd-cni'), 'linkerd-cni', 1);
+    let samples: NodeSamples | undefined;
+    try {
+      expect((await theirs.stop()).code).toBe(0);
+      await waitFor(() => host.isChained(CONFIG) && existsSync(path.join(host.binDir, 'linkerd-cni')) && existsSync(host.net('ZZZ-linkerd-cni-kubeconfig')), 'everything back');
+      await new Promise((r) => setTimeout(r, 100));
+    } finally {
+      samples = await sampler.stop();
+      console.log(`linkerd's installer stops beside this agent: ${samples.count} samples (1 ms), unchained over ${span(samples.unchained)} ms, naming a missing binary over ${span(samples.missingBinary)} ms`);
+    }
+    // Each is one window, closed: nothing flips back and forth.
+    expect(contiguous(samples.unchained)).toBe(true);
+    expect(contiguous(samples.missingBinary)).toBe(true);
+    expect(host.isChained(CONFIG)).toBe(true);
+    // The binary is the one installed, back from its spare, not a copy made since.
+    expect(ours.count('plugin binaries were missing or changed: reinstalled')).toBe(0);
+    expect((await ours.stop()).code).toBe(0);
+  });
+});
+
+/** How long the samples `times` (1 ms apart when contiguous) cover. */
+const span = (times: number[]) => (times.length === 0 ? 0 : times.at(-1)! - times[0]! + 1);
+/** True when `times` make at most one run of samples, none more than 50 ms after the one before. */
+const contiguous = (times: number[]) => times.every((t, i) => i === 0 || t - times[i - 1]! < 50);

@@ -13,6 +13,7 @@ import type { Ownership } from './ownership.js';
 import type { OwnershipRole } from './ownership-role.js';
 import type { ReadinessReporter } from './readiness-reporter.js';
 import type { StopVerdict } from './stop-policy.js';
+import { removeSpares } from '../node/binaries.js';
 import { teardown } from './teardown.js';
 
 export interface StopResult {
@@ -59,6 +60,9 @@ export async function leaveNode(node: LeavingNode, wasPassive: boolean, verdict:
     // A replacement: configs, binaries and kubeconfig stay; the next instance (or the one standing
     // by, which our lock going wakes) takes the node from here.
     node.log.info({ reason: decided.reason }, 'stopping without unchaining: the node stays chained');
+    // The binaries' spares are this instance's: the next one makes its own, and another installer
+    // (a rollback to linkerd's) would never remove them.
+    removeSpares(node.root, node.config.binDir, node.installed.binaryNames);
     node.ownership.release();
     return { cleaned: false, unpatched: [], failed: [] };
   }

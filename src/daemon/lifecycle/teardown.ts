@@ -17,7 +17,7 @@ import type { HostRoot } from '../../fs/host-root.js';
 import { KubeconfigFile } from '../../kube/kubeconfig-file.js';
 import type { Logger } from '../../log.js';
 import { removeOwnedCopies } from '../keepers/owned-copies.js';
-import { installBinaries, removeBinaries } from '../node/binaries.js';
+import { installBinaries, removeBinaries, removeSpares } from '../node/binaries.js';
 import { configsChainedAgain, configsNaming, QUIET_MS } from './chained-again.js';
 import { readChainedTargets, removeChainedTargets } from './chained-targets.js';
 import { unpatchNode } from './unpatch-node.js';
@@ -51,7 +51,11 @@ export async function teardown(root: HostRoot, config: Config, pluginType: strin
   /** Binaries and kubeconfig left to whoever uses them now; the owner file goes unless another instance holds it. */
   const kept = (unpatched: string[], handedOver: string, release: boolean): TeardownResult => {
     log.warn({ reason: handedOver }, 'keeping the plugin binaries and the kubeconfig');
-    if (release) options.releaseOwnership();
+    if (release) {
+      // Left to another installer: nothing of ours but the files it uses stays.
+      removeSpares(root, config.binDir, options.binaries);
+      options.releaseOwnership();
+    }
     return { unpatched, failed: [], handedOver, kubeconfigRemoved: false, binariesRemoved: [] };
   };
   const another = options.ownedByAnother?.();
@@ -93,6 +97,7 @@ export async function teardown(root: HostRoot, config: Config, pluginType: strin
   const late = configsNaming(root, config.netDir, config.suffixes, pluginType, config.maxConfigBytes);
   if (late.length > 0) {
     await installBinaries(config.containerBinDir, root, config.binDir);
+    removeSpares(root, config.binDir, options.binaries);
     await kubeconfig.sync();
     log.warn({ files: late }, 'another installer chained the plugin again while its binaries were being removed: put them and the kubeconfig back');
     options.releaseOwnership();

@@ -4,11 +4,18 @@
 // A binary can be tens of megabytes and is re-checked at every resync: it is compared by size and
 // modification time first (our copies carry the source's mtime), then by a streamed hash, and copied
 // streaming, so neither memory nor the event loop ever holds a whole binary.
+//
+// Each installed binary has a spare: a hard link under a hidden name in the bin dir (no space of its
+// own, never executed: runtimes run a plugin by its name). Another installer of the same plugin
+// (linkerd's own, stopping beside this agent in a switch) removes the binary while configs still name
+// it; a rename of the spare puts it back in one metadata operation, where a new copy would take a
+// write and an fsync, and every pod ADD meanwhile would fail.
 import { closeSync, constants, fstatSync, openSync, read, readdirSync, statSync, write, type Stats } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
-import { withDir, type Dir } from '../../fs/dir.js';
+import { withDir, withDirSync, type Dir } from '../../fs/dir.js';
+import { SYSCALL } from '../../native/addon.js';
 import { errnoCode } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 
@@ -19,6 +26,38 @@ const CHUNK = 256 * 1024;
 export interface InstalledBinary {
   name: string;
   written: boolean; // false: an identical copy was already there
+}
+
+/** The hidden name of a binary's spare hard link. */
+export function spareName(name: string): string {
+  return `.${name}.cni-chainer-spare`;
+}
+
+/** The spare of `name` is a hard link of it: made (or made again) when it is not. */
+function ensureSpare(dir: Dir, name: string): void {
+  const spare = spareName(name);
+  const binary = dir.lstat(name);
+  const current = dir.lstat(spare);
+  if (binary === undefined || !binary.isFile() || (current !== undefined && current.ino === binary.ino)) return;
+  if (current !== undefined) dir.unlink(spare);
+  dir.link(name, spare);
+}
+
+/**
+ * Puts `name` back from its spare at once, when it is missing (a rename that never replaces what
+ * another writer put there meanwhile). True when it did.
+ */
+export function restoreFromSpare(root: HostRoot, binDir: string, name: string): boolean {
+  try {
+    return withDirSync(root.openDir(binDir), (dir) => {
+      if (dir.lstat(name) !== undefined || dir.lstat(spareName(name))?.isFile() !== true) return false;
+      dir.rename(spareName(name), name, SYSCALL.RENAME_NOREPLACE);
+      return true;
+    });
+  } catch {
+    // Gone meanwhile, or put back by someone else: the reinstall looks.
+    return false;
+  }
 }
 
 /** Regular files of the container's bin dir (links followed), by name. */
@@ -95,12 +134,27 @@ export async function installBinaries(sourceDir: string, root: HostRoot, binDir:
         };
         await writeFileAtomic(dir, name, copy, { mode: sourceStat.mode & 0o7777, mtime: sourceStat.mtime });
       }
+      // Before the caller records the binary as installed: a new link changes its ctime.
+      ensureSpare(dir, name);
       installed.push({ name, written: !same });
     }
     return installed;
   });
 }
 
+/** Removes the binaries and their spares; the names of the binaries that were there. */
 export async function removeBinaries(root: HostRoot, binDir: string, names: readonly string[]): Promise<string[]> {
-  return withDir(root.openDir(binDir), (dir) => dir.unlinkExisting(names));
+  return withDir(root.openDir(binDir), (dir) => {
+    dir.unlinkExisting(names.map(spareName));
+    return dir.unlinkExisting(names);
+  });
+}
+
+/** Removes the spares only: the binaries stay for whoever chains the plugin now. */
+export function removeSpares(root: HostRoot, binDir: string, names: readonly string[]): void {
+  try {
+    withDirSync(root.openDir(binDir), (dir) => dir.unlinkExisting(names.map(spareName)));
+  } catch {
+    // No bin dir: no spares either.
+  }
 }

@@ -11,7 +11,7 @@ import type { WatchEventKind } from '../../watch/watcher.js';
 import { CoalescingQueue, type PassRunner } from '../keepers/coalescing-queue.js';
 import type { Condition } from '../keepers/readiness.js';
 import type { ControllerDeps } from '../lifecycle/controller-deps.js';
-import { installBinaries } from './binaries.js';
+import { installBinaries, restoreFromSpare } from './binaries.js';
 import type { PluginBinary } from './plugin-binary.js';
 
 type InstalledFile = 'kubeconfig' | 'binaries';
@@ -36,6 +36,8 @@ export class InstalledFiles implements PassRunner<InstalledFile> {
   /** The plugin's own binary is on the host as installed (plugin-binary.ts). */
   private readonly pluginBinary: Condition;
   private readonly queue: CoalescingQueue<InstalledFile> = new CoalescingQueue<InstalledFile>(this);
+  /** A binary was put back from its spare since the last check: passes meanwhile refused to chain. */
+  private restored = false;
 
   constructor(private readonly deps: InstalledFilesDeps) {
     this.conditions = { kubeconfig: deps.readiness.condition('kubeconfig'), binaries: deps.readiness.condition('binaries') };
@@ -99,6 +101,14 @@ export class InstalledFiles implements PassRunner<InstalledFile> {
       return;
     }
     if (!this.isOurBinary(name)) return;
+    // Removed under us (another installer's stop): the spare goes back at once, before any pass runs.
+    if ((kind === 'delete' || kind === 'moved-out') && this.deps.phase.maintaining && restoreFromSpare(this.deps.root, this.deps.config.binDir, name)) {
+      // The very inode installed, its ctime new with the rename: recorded again, and what a pass
+      // refused meanwhile is chained now, without waiting for the check below.
+      this.restored = true;
+      this.verifyPluginBinary();
+      if (!this.pluginBinary.failing) this.deps.onBinaryBack();
+    }
     if (kind === 'delete' || kind === 'moved-out' || kind === 'moved-in' || kind === 'write-closed') void this.reinstallBinaries();
   }
 
@@ -135,10 +145,13 @@ export class InstalledFiles implements PassRunner<InstalledFile> {
     const written = binaries.filter((b) => b.written).map((b) => b.name);
     if (written.length > 0) log.warn({ binaries: written }, 'plugin binaries were missing or changed: reinstalled');
     const wasMissing = this.pluginBinary.failing;
+    const restored = this.restored;
+    this.restored = false;
     this.verifyPluginBinary();
     // Configs refused while the binary was not there are chained now: refused by the install's own
-    // check, or by a pass that found the binary missing or changed before this reinstall wrote it.
-    if (!this.pluginBinary.failing && (wasMissing || written.includes(this.deps.binary.type))) this.deps.onBinaryBack();
+    // check, or by a pass that found the binary missing or changed before this reinstall wrote it
+    // (or put it back from its spare: the same inode, but a new ctime).
+    if (!this.pluginBinary.failing && (wasMissing || restored || written.includes(this.deps.binary.type))) this.deps.onBinaryBack();
   }
 
   /** After an install: the plugin's own binary is there as installed, or nothing is chained (plugin-binary.ts). */
