@@ -3,6 +3,7 @@
 // or configuration.
 import { statSync } from 'node:fs';
 import { ConfigError, loadConfig, requirePlugin, type Config } from './config.js';
+import { configWarnings } from './config-warnings.js';
 import { HostRoot } from './fs/host-root.js';
 import { exitNow } from './native/exit.js';
 import { createLogger } from './log.js';
@@ -63,6 +64,7 @@ async function run(config: Config): Promise<number> {
   const metrics = new Metrics(VERSION, config.backend);
   const daemon = new Daemon(config, plugin, log, metrics, new Probes(config, metrics, log));
   log.info({ version: VERSION, instance: daemon.instance, backend: config.backend, netDir: config.netDir, hostRoot: config.hostRoot }, 'starting');
+  for (const warning of configWarnings(config)) log.warn(warning);
 
   // One stop, whatever signals arrive: the first starts the cleanup, the others are logged. The
   // deadline comes from SHUTDOWN_TIMEOUT_S, set below the pod's terminationGracePeriodSeconds.

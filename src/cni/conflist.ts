@@ -129,7 +129,10 @@ export type PatchPlan =
   // A meta-plugin config that delegates by path or by name: never written; its delegate is chained.
   | { action: 'delegates'; delegation: Exclude<Delegation, { kind: 'embedded' }> }
   // Valid, but cannot be chained without breaking what reads it.
-  | { action: 'refuse'; reason: string };
+  | { action: 'refuse'; reason: string }
+  // A single-plugin config of the chained plugin itself: no network (linkerd's interface mode wrote
+  // 01-linkerd-cni.conf so); upgraded, it would chain the plugin to itself, and sort first.
+  | { action: 'plugin-alone' };
 
 function tryScan(bytes: Buffer): ScannedConfig | { invalid: string } {
   try {
@@ -145,6 +148,7 @@ export function planPatch(bytes: Buffer, plugin: ChainedPlugin): PatchPlan {
   const config = tryScan(bytes);
   if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
   if (config.meta !== undefined) return planMeta(config, config.meta, plugin);
+  if (config.shape === 'single' && config.rootType === plugin.type) return { action: 'plugin-alone' };
   if (config.shape === 'single') return { action: 'write', bytes: upgradeSingle(config, plugin), upgraded: true };
   if (chainState(config, plugin) === 'chained') return { action: 'none' };
   const ours = indicesOfType(config, plugin.type);
@@ -172,6 +176,8 @@ function planMeta(config: ScannedConfig, meta: Delegation, plugin: ChainedPlugin
     case 'none':
     case 'invalid':
       return inner;
+    case 'plugin-alone':
+      return { action: 'refuse', reason: 'the first of its delegates is a config of the chained plugin alone: no network' };
     case 'write':
       if (inner.upgraded) {
         return { action: 'refuse', reason: 'the first of its delegates is a single-plugin config: chaining it would change its shape, which Multus could not give back as it was' };

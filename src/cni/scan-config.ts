@@ -31,6 +31,8 @@ export interface ScannedConfig {
   plugins?: JsonNode;
   /** The `type` of each element of `plugins` (undefined where it has none). */
   types: Array<string | undefined>;
+  /** A single-plugin config's own `type`. */
+  rootType?: string;
   /** Set for a meta-plugin config (Multus): what it delegates to (meta-plugin.ts). */
   meta?: Delegation;
 }
@@ -74,9 +76,10 @@ export function scanConfig(bytes: Buffer): ScannedConfig {
     if (meta !== undefined) scanned.meta = meta;
     return scanned;
   }
-  if (typeOf(bytes, root) !== undefined) {
+  const rootType = typeOf(bytes, root);
+  if (rootType !== undefined) {
     const meta = metaOf(bytes, root, undefined);
-    return meta === undefined ? { bytes, shape: 'single', root, types: [] } : { bytes, shape: 'single', root, types: [], meta };
+    return meta === undefined ? { bytes, shape: 'single', root, types: [], rootType } : { bytes, shape: 'single', root, types: [], rootType, meta };
   }
   throw new ConfigParseError('neither a "plugins" list nor a plugin "type"');
 }

@@ -1,12 +1,19 @@
 // Events on the agent's Node (docs/design.md, Kubernetes), so that `kubectl describe node` and
 // `kubectl events --for node/<name>` say what the chain is doing: events.k8s.io/v1, reportingController
-// cni-chainer. One Event per reason and note; repeats of it update that Event's series (count and
-// last time) instead of creating more, at most once per SERIES_UPDATE_MS, and a node makes at most
-// MAX_NEW_PER_WINDOW new Events per window: a fight that lasts an hour writes a handful of Events,
-// not thousands, and an idle node writes none.
+// cni-chainer, in `default` as the kubelet's. One Event per key (a cause that stays the same: the
+// caller's, node-event-table.ts); repeats update that Event's series (count and last time) at most once
+// per SERIES_UPDATE_MS, and a node makes at most MAX_NEW_PER_WINDOW new Events per window: a fight that
+// lasts an hour writes a handful of Events, not thousands, and an idle node writes none.
+//
+// Time here is monotonic: a wall clock stepped back a day must not silence the node for a day. A key
+// not seen for a window is forgotten, so the memory kept is bounded by what a window can bring. A
+// create that fails (the API server down) is tried again a few times, with jitter: 5,000 nodes whose
+// API server comes back must not all post in the same second.
 import type { Logger } from '../log.js';
+import { monotonicMs } from '../monotonic-ms.js';
 import { randomUuid } from '../random-uuid.js';
 import type { ApiClient } from './api-client.js';
+import { jittered } from './jitter.js';
 
 export type NodeEventReason = 'Chained' | 'Unchained' | 'Fight' | 'BinaryMissing' | 'StaleOwnedCopy' | 'Uninstall';
 
@@ -16,7 +23,26 @@ const NAMESPACE = 'default';
 const SERIES_UPDATE_MS = 30_000;
 const WINDOW_MS = 10 * 60_000;
 const MAX_NEW_PER_WINDOW = 10;
-const MAX_NOTE = 1024;
+// events.k8s.io/v1 refuses a note over 1 KiB (bytes, not characters).
+const MAX_NOTE_BYTES = 1024;
+const ELLIPSIS = '…';
+const CREATE_ATTEMPTS = 4;
+const FIRST_RETRY_MS = 2_000;
+
+/** `note` cut to at most `max` UTF-8 bytes, an ellipsis included, never inside a character. */
+export function truncateUtf8(note: string, max = MAX_NOTE_BYTES): string {
+  if (Buffer.byteLength(note) <= max) return note;
+  const room = max - Buffer.byteLength(ELLIPSIS);
+  let out = '';
+  let bytes = 0;
+  for (const char of note) {
+    const size = Buffer.byteLength(char);
+    if (bytes + size > room) break;
+    out += char;
+    bytes += size;
+  }
+  return out + ELLIPSIS;
+}
 
 interface Series {
   name: string | undefined;
@@ -24,34 +50,43 @@ interface Series {
   created: Promise<void>;
   count: number;
   sentCount: number;
+  /** Wall time of the last occurrence (the Event's lastObservedTime), and its monotonic time. */
   lastObserved: string;
+  lastSeenMs: number;
   timer: NodeJS.Timeout | undefined;
 }
 
 export class NodeEvents {
   private readonly series = new Map<string, Series>();
-  private windowStart = 0;
+  private windowStart = Number.NEGATIVE_INFINITY;
   private newInWindow = 0;
   private pending: Array<Promise<void>> = [];
+  private disposed = false;
 
   constructor(
     private readonly client: ApiClient,
     private readonly nodeName: string,
     private readonly instance: string,
     private readonly log: Logger,
-    private readonly now: () => number = Date.now,
+    /** Monotonic milliseconds (a test moves it). */
+    private readonly nowMs: () => number = monotonicMs,
     /** How long repeats gather before the series is written (a test shortens it). */
     private readonly seriesUpdateMs = SERIES_UPDATE_MS,
+    /** Wall time, for the Event's timestamps only. */
+    private readonly wallNow: () => number = Date.now,
   ) {}
 
-  record(reason: NodeEventReason, note: string, type: 'Normal' | 'Warning'): void {
-    const text = note.length > MAX_NOTE ? `${note.slice(0, MAX_NOTE - 1)}…` : note;
-    const key = `${reason}\n${text}`;
-    const at = new Date(this.now()).toISOString();
-    const known = this.series.get(key);
+  /** An occurrence of the cause `key`: a new Event, or one more in its series. */
+  record(reason: NodeEventReason, key: string, note: string, type: 'Normal' | 'Warning'): void {
+    const now = this.nowMs();
+    this.prune(now);
+    const id = `${reason}\n${key}`;
+    const at = new Date(this.wallNow()).toISOString();
+    const known = this.series.get(id);
     if (known !== undefined) {
       known.count++;
       known.lastObserved = at;
+      known.lastSeenMs = now;
       if (known.timer === undefined) {
         // The series is brought up to date later, once, whatever comes meanwhile.
         known.timer = setTimeout(() => this.track(this.updateSeries(known)), this.seriesUpdateMs);
@@ -59,16 +94,21 @@ export class NodeEvents {
       }
       return;
     }
-    if (this.now() - this.windowStart > WINDOW_MS) {
-      this.windowStart = this.now();
+    if (now - this.windowStart >= WINDOW_MS) {
+      this.windowStart = now;
       this.newInWindow = 0;
     }
     if (this.newInWindow >= MAX_NEW_PER_WINDOW) return;
     this.newInWindow++;
-    const series: Series = { name: undefined, created: Promise.resolve(), count: 1, sentCount: 1, lastObserved: at, timer: undefined };
-    this.series.set(key, series);
-    series.created = this.create(series, reason, text, type, at);
+    const series: Series = { name: undefined, created: Promise.resolve(), count: 1, sentCount: 1, lastObserved: at, lastSeenMs: now, timer: undefined };
+    this.series.set(id, series);
+    series.created = this.create(series, reason, truncateUtf8(note), type, at);
     this.track(series.created);
+  }
+
+  /** How many causes are remembered (bounded by what one window brings). */
+  get remembered(): number {
+    return this.series.size;
   }
 
   /** Waits for what is under way (at stop, within its deadline). */
@@ -77,7 +117,15 @@ export class NodeEvents {
   }
 
   dispose(): void {
+    this.disposed = true;
     for (const s of this.series.values()) clearTimeout(s.timer);
+  }
+
+  /** Causes not seen for a window are forgotten: their next occurrence is a new Event. */
+  private prune(now: number): void {
+    for (const [id, s] of this.series) {
+      if (now - s.lastSeenMs >= WINDOW_MS && s.timer === undefined) this.series.delete(id);
+    }
   }
 
   private track(work: Promise<void>): void {
@@ -101,9 +149,26 @@ export class NodeEvents {
       note,
       type,
     };
-    const answer = await this.client.send<{ metadata?: { name?: string }; message?: string }>('POST', `/apis/events.k8s.io/v1/namespaces/${NAMESPACE}/events`, event);
-    if (answer.status !== 201) throw new Error(`POST event answered ${answer.status}: ${answer.body?.message ?? ''}`);
-    series.name = answer.body?.metadata?.name;
+    let retryMs = FIRST_RETRY_MS;
+    for (let attempt = 1; ; attempt++) {
+      let failure: string;
+      try {
+        const answer = await this.client.send<{ metadata?: { name?: string }; message?: string }>('POST', `/apis/events.k8s.io/v1/namespaces/${NAMESPACE}/events`, event);
+        if (answer.status === 201) {
+          series.name = answer.body?.metadata?.name;
+          return;
+        }
+        failure = `POST event answered ${answer.status}: ${answer.body?.message ?? ''}`;
+        // Refused for what it is (403, 422): trying again changes nothing.
+        if (answer.status < 500 && answer.status !== 429) throw new Error(failure);
+      } catch (err) {
+        if ((err as Error).message.startsWith('POST event answered')) throw err;
+        failure = (err as Error).message;
+      }
+      if (attempt >= CREATE_ATTEMPTS || this.disposed) throw new Error(failure);
+      await new Promise((resolve) => setTimeout(resolve, jittered(retryMs, 0.5)).unref());
+      retryMs *= 2;
+    }
   }
 
   private async updateSeries(series: Series): Promise<void> {

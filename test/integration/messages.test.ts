@@ -4,7 +4,8 @@
 import { chmodSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NodeHost } from '../helpers/node-host.js';
+import { freePort, NodeHost, probe } from '../helpers/node-host.js';
+import { waitFor } from '../helpers/wait.js';
 import { runProcess } from '../helpers/run-node.js';
 import { cliFile } from '../helpers/addon-path.js';
 
@@ -61,5 +62,20 @@ describe('messages', () => {
     const file = await host.cli(['run']);
     expect(file.code).toBe(2);
     expect(file.stderr).toBe(`cni-chainer: invalid configuration: CONTAINER_CNI_BIN_DIR: ${host.containerBin} is not a directory\n`);
+  });
+
+  it.each([
+    ['POD_NAME without NODE_NAME', { POD_NAME: 'linkerd-cni-x7k2p', POD_NAMESPACE: 'linkerd-cni' }, /^NODE_NAME is not set \(POD_NAME is\): the startup taint is never removed/],
+    ['NODE_NAME without POD_NAME', { NODE_NAME: 'node-1' }, /^POD_NAME is not set \(NODE_NAME is\): a stop cannot ask which DaemonSet runs this agent/],
+  ])('%s: one line at start naming the variable, and readiness as true as ever', async (_, env, line) => {
+    const host = new NodeHost({ token: false });
+    host.putFixture('10-calico.conflist');
+    const port = await freePort();
+    const daemon = await host.started({ ...env, HEALTH_PORT: String(port) });
+    const warnings = daemon.logs.items.filter((l) => typeof l.msg === 'string' && line.test(l.msg));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.level).toBe(40);
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready: every config chained');
+    expect((await daemon.stop()).code).toBe(0);
   });
 });

@@ -239,3 +239,35 @@ describe('a quiet idle node', () => {
     await owner.stop();
   }, 20_000);
 });
+
+describe("linkerd-cni's interface mode: 01-linkerd-cni.conf, the plugin alone", () => {
+  const leftover = (type: string) => `{"cniVersion":"0.3.1","name":"linkerd-cni","type":${JSON.stringify(type)},"log_level":"info","kubernetes":{"kubeconfig":"/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig"}}\n`;
+
+  it("goes, as linkerd's installer deleted it: never converted into a conflist that sorts first; ready, and check agrees", async () => {
+    const host = new NodeHost();
+    host.putFixture(CALICO);
+    host.put('01-linkerd-cni.conf', leftover(String(host.plugin.type)));
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    await waitFor(() => !existsSync(host.net('01-linkerd-cni.conf')), 'the leftover removed');
+    await waitFor(() => host.isChained(CALICO), 'the primary chained');
+    expect(existsSync(host.net('01-linkerd-cni.conflist'))).toBe(false);
+    await waitFor(async () => (await readyz(port)).status === 200, 'ready');
+    expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith("removed linkerd-cni's interface-mode config"))).toHaveLength(1);
+    expect((await host.cli(['check'])).code).toBe(0);
+    expect((await daemon.stop()).code).toBe(0);
+  });
+
+  it('under any other name, or of another content, is left as it is: not ready, saying why', async () => {
+    const host = new NodeHost();
+    host.putFixture(CALICO);
+    host.put('05-linkerd-only.conf', leftover(String(host.plugin.type)));
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    await waitFor(async () => (await readyz(port)).body.includes('05-linkerd-only.conf: error (a config of the chained plugin alone is no network'), 'not ready, naming it');
+    expect(host.read('05-linkerd-only.conf')).toBe(leftover(String(host.plugin.type)));
+    expect(existsSync(host.net('05-linkerd-only.conflist'))).toBe(false);
+    expect((await daemon.stop()).code).toBe(0);
+    expect(host.read('05-linkerd-only.conf')).toBe(leftover(String(host.plugin.type)));
+  });
+});

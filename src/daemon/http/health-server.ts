@@ -14,7 +14,8 @@ import { monotonicMs } from '../../monotonic-ms.js';
 export interface HealthSource {
   /** The watches are in place. */
   alive(): boolean;
-  readiness(): ReadinessReport;
+  /** What /readyz answers: the verdict and its reasons as text. */
+  readiness(): Pick<ReadinessReport, 'ready' | 'reasons'>;
 }
 
 // A loop stalled this long (a hung filesystem call, say) is reported unhealthy so kubelet restarts us.

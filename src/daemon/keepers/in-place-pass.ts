@@ -140,6 +140,7 @@ export class InPlacePass {
       return this.patchFound(netDir, name, findDelegate(this.sources, name, plan.delegation));
     }
     if (plan.action === 'none') return CHAINED;
+    if (plan.action === 'plugin-alone') return this.pluginAlone(netDir, name, source, content);
     // Never chain without the plugin's binary (plugin-binary.ts): the pod would fail, or start
     // unmeshed. The reinstall that brings it back rescans.
     const noBinary = this.deps.binary.problem();
@@ -168,4 +169,26 @@ export class InPlacePass {
     // (4) write: the pass starts it (runPass)
     return { kind: 'write', netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch, fighting: this.book.isFighting(record), held: 0 };
   }
+
+  /**
+   * A config of the chained plugin alone is no network. linkerd's installer once wrote one, its
+   * "interface mode" `01-linkerd-cni.conf`, and its later versions delete it at start: an operator
+   * moving from them expects the same, and the runtime would load it first and fail every pod. That
+   * name, in net.d itself and unchanged since it was read, goes; any other such config is left alone
+   * and not ready, saying why.
+   */
+  private pluginAlone(netDir: Dir, name: string, source: Source, content: Buffer): PassOutcome {
+    if (name !== INTERFACE_MODE_LEFTOVER || source.dir !== netDir || source.linkText !== undefined) {
+      return problem('error', 'a config of the chained plugin alone is no network (left by linkerd-cni\'s interface mode?): remove it');
+    }
+    const now = readEntry(netDir, name, this.deps.config.maxConfigBytes);
+    if (now.kind !== 'file' || !now.bytes.equals(content)) return UNCHANGED; // rewritten meanwhile: its event brings a pass
+    netDir.unlink(name);
+    this.deps.log.warn({ file: name }, "removed linkerd-cni's interface-mode config, as linkerd's installer does: the plugin alone is no network, and the runtime would load it first");
+    this.keeper.forget(name);
+    return UNCHANGED;
+  }
 }
+
+/** The file linkerd-cni's interface mode wrote, and its installer deletes at start. */
+const INTERFACE_MODE_LEFTOVER = '01-linkerd-cni.conf';

@@ -254,7 +254,7 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
       const bytes = plan.action === 'write' ? plan.bytes : plan.action === 'none' ? read.bytes : undefined;
       if (bytes === undefined) {
         // Half-written or broken: the last good copy stays until the write that completes it.
-        const reason = plan.action === 'invalid' || plan.action === 'refuse' ? plan.reason : plan.action;
+        const reason = plan.action === 'invalid' || plan.action === 'refuse' ? plan.reason : plan.action === 'plugin-alone' ? 'a config of the chained plugin alone is no network' : plan.action;
         return problem('invalid', `primary ${primary.name}: ${reason}`);
       }
       // A new file, not a rewrite: the primary's owner and labels, and its mode without execute and

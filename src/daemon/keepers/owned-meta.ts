@@ -51,6 +51,8 @@ export async function keepMeta(deps: KeeperDeps, dir: Dir, name: string, read: E
       }
       return problem('error', delegation.kind === 'name' ? delegationProblem.byName(delegation.name, copyPath) : delegationProblem.noDelegate);
     }
+    case 'plugin-alone':
+      return problem('error', 'a config of the chained plugin alone is no network: remove it');
     default:
       return problem(plan.action === 'invalid' ? 'invalid' : 'error', plan.reason);
   }

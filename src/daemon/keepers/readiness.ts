@@ -27,14 +27,15 @@ const FINE: ReadonlySet<ConfigStatus> = new Set(['chained', 'out-of-scope', 'del
  * owns it (docs/design.md, Readiness):
  *   lifecycle      the daemon: starting (until its first passes are done), or stopping
  *   net-dir        the net.d watch: the directory is missing or cannot be watched
- *   owner          the ownership role: another instance owns the node, or the owner file cannot be written
+ *   standby        the ownership role: another instance owns the node (an upgrade's overlap)
+ *   owner          the ownership role: the owner file cannot be written
  *   scan           the node scan: net.d cannot be listed
  *   kubeconfig     the installed: the kubeconfig cannot be written
  *   binaries       the installed: the plugin binaries cannot be installed
  *   plugin-binary  the installed: the plugin's binary on the host is not the one installed
  *   target-dir:D   the symlink-target watches: directory D cannot be watched
  */
-export type ConditionKey = 'lifecycle' | 'net-dir' | 'owner' | 'scan' | 'kubeconfig' | 'binaries' | 'plugin-binary' | `target-dir:${string}`;
+export type ConditionKey = 'lifecycle' | 'net-dir' | 'standby' | 'owner' | 'scan' | 'kubeconfig' | 'binaries' | 'plugin-binary' | `target-dir:${string}`;
 
 /** One condition's handle, held by the controller that owns it. */
 export class Condition {
@@ -61,9 +62,15 @@ export class Condition {
   }
 }
 
+/** One reason not to be ready, typed: what the /readyz text says, and what the Node's Events are chosen from. */
+export type NotReady = { kind: 'condition'; key: ConditionKey; reason: string } | { kind: 'config'; name: string; status: ConfigStatus; detail: string | undefined };
+
 export interface ReadinessReport {
   ready: boolean;
+  /** Each reason as /readyz prints it (control characters are escaped by the health server). */
   reasons: string[];
+  /** The same reasons, typed, in the same order. */
+  entries: NotReady[];
 }
 
 export class Readiness {
@@ -121,10 +128,11 @@ export class Readiness {
   }
 
   report(): ReadinessReport {
-    const reasons = [...this.blockers.values()];
+    const entries: NotReady[] = [...this.blockers].map(([key, reason]) => ({ kind: 'condition', key: key as ConditionKey, reason }));
     for (const [name, { status, detail }] of [...this.configs].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      if (!FINE.has(status)) reasons.push(`${name}: ${status}${detail === undefined ? '' : ` (${detail})`}`);
+      if (!FINE.has(status)) entries.push({ kind: 'config', name, status, detail });
     }
-    return { ready: reasons.length === 0, reasons };
+    const reasons = entries.map((e) => (e.kind === 'condition' ? e.reason : `${e.name}: ${e.status}${e.detail === undefined ? '' : ` (${e.detail})`}`));
+    return { ready: entries.length === 0, reasons, entries };
   }
 }

@@ -1,23 +1,17 @@
 // What the agent tells Kubernetes about its node (docs/design.md, Kubernetes): the startup taint comes
 // off once the node is ready (kube/node-taint.ts), and readiness changes become Events on the Node
-// (kube/node-events.ts). Driven by readiness alone, off the hot path: the API's answers are never
-// waited for, and its absence changes nothing on the node. Loaded on the first readiness change, and
-// only where NODE_NAME and a service-account token are set.
+// (kube/node-events.ts), chosen by node-event-table.ts from the typed reasons. Driven by readiness
+// alone, off the hot path: the API's answers are never waited for, and its absence changes nothing on
+// the node. Loaded on the first readiness change, and only where NODE_NAME and a token are set.
 import type { Config } from '../../config.js';
 import type { Credentials } from '../../kube/credentials.js';
 import type { Logger } from '../../log.js';
-import type { NodeEventReason, NodeEvents } from '../../kube/node-events.js';
+import type { NodeEvents } from '../../kube/node-events.js';
 import type { NodeTaint } from '../../kube/node-taint.js';
+import type { NotReady } from '../keepers/readiness.js';
+import { nodeEventOf } from './node-event-table.js';
 
 const REQUEST_TIMEOUT_MS = 10_000;
-
-/** Which Event a not-ready reason is: its status word (readiness.ts) or condition says. */
-function eventOf(reason: string): { reason: NodeEventReason; type: 'Warning' } {
-  if (/: backoff\b/.test(reason)) return { reason: 'Fight', type: 'Warning' };
-  if (/: no-binary\b/.test(reason) || /plugin binar/.test(reason)) return { reason: 'BinaryMissing', type: 'Warning' };
-  if (/stale/.test(reason)) return { reason: 'StaleOwnedCopy', type: 'Warning' };
-  return { reason: 'Unchained', type: 'Warning' };
-}
 
 export class KubeNode {
   private wasReady = false;
@@ -25,6 +19,7 @@ export class KubeNode {
   private constructor(
     private readonly taint: NodeTaint,
     private readonly events: NodeEvents,
+    private readonly mode: Config['mode'],
   ) {}
 
   /** Undefined outside Kubernetes: no NODE_NAME, or no token to talk with. */
@@ -36,27 +31,28 @@ export class KubeNode {
     if (client === undefined) return undefined;
     const events = new NodeEvents(client, config.nodeName, config.pod?.name ?? config.nodeName, log);
     const taint = new NodeTaint(client, config.nodeName, config.taintKey, log);
-    return new KubeNode(taint, events);
+    return new KubeNode(taint, events, config.mode);
   }
 
-  readinessChanged(ready: boolean, reasons: readonly string[]): void {
+  readinessChanged(ready: boolean, entries: readonly NotReady[]): void {
     if (ready) {
-      this.taint.ready();
-      this.events.record('Chained', 'every config the runtime may load is chained, and the plugin binary is in place', 'Normal');
+      void this.taint.ready();
+      this.events.record('Chained', 'ready', 'every config the runtime may load is chained, and the plugin binary is in place', 'Normal');
       this.wasReady = true;
       return;
     }
-    for (const reason of reasons) {
-      const event = eventOf(reason);
+    for (const entry of entries) {
+      const event = nodeEventOf(entry, this.mode);
+      if (event === undefined) continue;
       // Not ready while starting goes without saying; an unchained node after being ready does not.
       if (event.reason === 'Unchained' && !this.wasReady) continue;
-      this.events.record(event.reason, reason, event.type);
+      this.events.record(event.reason, event.key, event.note, event.type);
     }
   }
 
   /** The stop is an uninstall: said on the Node, waited for at most `withinMs`. */
   async uninstalling(reason: string, withinMs: number): Promise<void> {
-    this.events.record('Uninstall', `removing the plugin from every config: ${reason}`, 'Normal');
+    this.events.record('Uninstall', 'uninstall', `removing the plugin from every config: ${reason}`, 'Normal');
     await Promise.race([this.events.flush(), new Promise((resolve) => setTimeout(resolve, withinMs).unref())]);
   }
 

@@ -38,7 +38,7 @@ export class NodeCredential {
   /** After the start: the pod's DaemonSet, and a node token. */
   async start(): Promise<void> {
     const { config } = this;
-    if (config.pod === undefined || this.credentials.podToken() === undefined) return;
+    if ((config.pod === undefined && config.nodeName === undefined) || this.credentials.podToken() === undefined) return;
     const [{ ApiClient }, { NodeTokenRenewal }, { podOwner }] = await Promise.all([
       import('../../kube/api-client.js'),
       import('../../kube/node-token-renewal.js'),
@@ -50,6 +50,7 @@ export class NodeCredential {
       this.renewal = new NodeTokenRenewal(podClient, this.credentials, this.log, () => this.onRenewed());
       this.renewal.start();
     }
+    if (config.pod === undefined) return;
     const owner = await podOwner(podClient, config.pod.namespace, config.pod.name);
     if ('name' in owner) this.owner = owner;
   }

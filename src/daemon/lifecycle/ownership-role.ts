@@ -36,10 +36,14 @@ export class OwnershipRole {
   private pollTimer: NodeJS.Timeout | undefined;
   /** Owner files (by inode) whose lock a standby waits on. */
   private readonly waitingOn = new Set<number>();
+  /** The owner file cannot be written. */
   private readonly condition: Condition;
+  /** Another live instance owns the node: a hand-over, not a failure (no Warning on the Node). */
+  private readonly standby: Condition;
 
   constructor(private readonly deps: OwnershipRoleDeps) {
     this.condition = deps.readiness.condition('owner');
+    this.standby = deps.readiness.condition('standby');
   }
 
   /** net.d is watched (first time, or re-created): claim the node, or stand down. True when claimed. */
@@ -97,6 +101,7 @@ export class OwnershipRole {
     clearInterval(this.pollTimer);
     this.pollTimer = undefined;
     this.condition.clear();
+    this.standby.clear();
   }
 
   private claim(): void {
@@ -109,6 +114,7 @@ export class OwnershipRole {
       return;
     }
     this.condition.clear();
+    this.standby.clear();
   }
 
   /** `owner`, just read and alive, has the node: wait for it to go. */
@@ -116,7 +122,7 @@ export class OwnershipRole {
     this.deps.phase.standDown();
     this.deps.ownership.dropLock();
     this.deps.ownership.holdStandbyLock();
-    this.condition.set(`instance ${owner.instance} has taken over this node`);
+    this.standby.set(`instance ${owner.instance} has taken over this node`);
     this.deps.log.warn({ owner: owner.instance }, 'a newer instance has taken over this node: no longer patching, and no cleanup on exit');
     this.deps.onRoleChange('passive');
     this.awaitOwnerGone(owner);
@@ -160,6 +166,7 @@ export class OwnershipRole {
     this.pollTimer = undefined;
     this.deps.log.warn('the instance that had taken over this node is gone: maintaining it again');
     this.deps.onRoleChange('active');
+    this.standby.clear();
     this.claim();
     await this.deps.onTakeBack();
   }

@@ -5,7 +5,7 @@ import type { Config } from '../../config.js';
 import type { Credentials } from '../../kube/credentials.js';
 import type { Logger } from '../../log.js';
 import type { Metrics } from '../http/metrics.js';
-import type { Condition, Readiness } from '../keepers/readiness.js';
+import type { Condition, NotReady, Readiness } from '../keepers/readiness.js';
 import type { KubeNode } from './kube-node.js';
 import type { PhaseState } from './phase.js';
 
@@ -34,12 +34,12 @@ export class ReadinessReporter {
     if (ready === this.lastReady && !firstAfterStart) return;
     this.lastReady = ready;
     this.metrics.ready.set(ready ? 1 : 0);
-    const reasons = ready ? [] : this.readiness.report().reasons;
+    const report = this.readiness.report();
     if (ready) this.log.info('ready: every config is chained');
-    else this.log.info({ reasons }, 'not ready');
+    else this.log.info({ reasons: report.reasons }, 'not ready');
     if (!this.lifecycle.failing) {
       this.toldKubernetes = true;
-      this.tellKubernetes(ready, reasons);
+      this.tellKubernetes(ready, report.entries);
     }
   }
 
@@ -52,7 +52,7 @@ export class ReadinessReporter {
     void this.kubeNode?.then((node) => node?.dispose());
   }
 
-  private tellKubernetes(ready: boolean, reasons: string[]): void {
+  private tellKubernetes(ready: boolean, entries: NotReady[]): void {
     if (this.config.nodeName === undefined) return;
     this.kubeNode ??= import('./kube-node.js')
       .then(({ KubeNode }) => KubeNode.create(this.config, this.credentials, this.log))
@@ -60,6 +60,6 @@ export class ReadinessReporter {
         this.log.warn({ err: (err as Error).message }, 'cannot talk to the API server about this node');
         return undefined;
       });
-    void this.kubeNode.then((node) => node?.readinessChanged(ready, reasons));
+    void this.kubeNode.then((node) => node?.readinessChanged(ready, entries));
   }
 }
