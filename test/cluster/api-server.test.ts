@@ -305,6 +305,24 @@ describe('the agent with its pod-bound token', () => {
     await waitForPod('node-a', old.name);
   });
 
+  it("a NODE_TAINT_KEY the policy does not allow: the API server's denial (403) logged once, the taint left, and asked again only after a backoff", async () => {
+    cp.kubectl(['taint', 'node', 'node-b', 'example.com/other:NoSchedule']);
+    const host = new NodeHost();
+    host.putFixture(CONFIG);
+    const { daemon } = await agentOn(host, 'node-b', { NODE_TAINT_KEY: 'example.com/other' });
+    try {
+      const denial = await daemon.waitLog('the API server refused to remove the startup taint: pods cannot be scheduled on this node until it is removed', 20_000);
+      expect(String(denial.denial)).toMatch(/the agent may only remove its startup taint cni-chainer.io\/agent-not-ready from node node-b, and change no other taint/);
+      // Retried after 1 s, 2 s, 4 s: a denial is said once, and no request storm follows it.
+      await new Promise((r) => setTimeout(r, 4_000));
+      expect(daemon.count('the API server refused to remove the startup taint: pods cannot be scheduled on this node until it is removed')).toBe(1);
+      expect(taintsOf('node-b')).toContain('example.com/other');
+      expect((await daemon.stop()).code).toBe(0);
+    } finally {
+      cp.kubectl(['taint', 'node', 'node-b', 'example.com/other:NoSchedule-']);
+    }
+  });
+
   it('a DaemonSet whose nodeSelector no longer matches the node: the SIGTERM uninstalls it', async () => {
     const host = new NodeHost();
     host.putFixture(CONFIG);
