@@ -74,12 +74,20 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("replaceEntriesAt", Napi::Function::New(env, ReplaceEntriesAt, "replaceEntriesAt"));
   exports.Set("replaceEntriesAtNow", Napi::Function::New(env, ReplaceEntriesAtNow, "replaceEntriesAtNow"));
   exports.Set("filesystemType", Napi::Function::New(env, FilesystemType, "filesystemType"));
+  // Beyond the syscalls and the event decoding, each for a reason TypeScript cannot meet
+  // (docs/decisions.md, The addon's exports):
+  // a digest without loading node:crypto at start (1-2 ms here), from the OpenSSL Node links;
   exports.Set("sha256", Napi::Function::New(env, Sha256, "sha256"));
+  // random ids from getrandom(2), for the same reason;
   exports.Set("getrandom", Napi::Function::New(env, GetRandom, "getrandom"));
+  // flock(2) on the owner file: Node has no file locks;
   exports.Set("flock", Napi::Function::New(env, Flock, "flock"));
   exports.Set("flockWait", Napi::Function::New(env, FlockWait, "flockWait"));
+  // _exit(2): process.exit() can hang in Node's teardown (nodejs/node#54918);
   exports.Set("exitNow", Napi::Function::New(env, ExitNow, "exitNow"));
+  // malloc_trim(3): glibc keeps freed arenas, and Node has no call for it;
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
+  // V8's memory-pressure notification: Node-API has none, and gc() leaves the young generation grown.
   exports.Set("collectGarbageForMemory", Napi::Function::New(env, CollectGarbageForMemory, "collectGarbageForMemory"));
   exports.Set("constants", Constants(env));
   return exports;

@@ -58,7 +58,7 @@ async function run(config: Config): Promise<number> {
   const log = createLogger(config.logLevel, config.logFormat);
   const [{ Daemon }, { Metrics }, { Probes, ProbePortError }] = await Promise.all([
     import('./daemon/lifecycle/daemon.js'),
-    import('./daemon/http/metrics.js'),
+    import('./daemon/shared/metrics.js'),
     import('./daemon/http/probes.js'),
   ]);
   const metrics = new Metrics(VERSION, config.backend);
@@ -130,7 +130,7 @@ async function uninstall(config: Config): Promise<number> {
   const plugin = requirePlugin(config);
   const log = createLogger(config.logLevel, config.logFormat);
   const [{ teardown }, { binaryNames }, { Ownership }, { KubeconfigFile }, { Credentials }] = await Promise.all([
-    import('./daemon/lifecycle/teardown.js'),
+    import('./daemon/stop/teardown.js'),
     import('./daemon/node/binaries.js'),
     import('./daemon/lifecycle/ownership.js'),
     import('./kube/kubeconfig-file.js'),

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassEnded } from '../../src/daemon/keepers/coalescing-queue.js';
+import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassEnded } from '../../src/daemon/shared/coalescing-queue.js';
 
 /** A queue whose runner is these functions (the keepers implement PassRunner as methods). */
 function queueOf(

@@ -5,7 +5,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, requirePlugin } from '../../src/config.js';
-import { Metrics } from '../../src/daemon/http/metrics.js';
+import { Metrics } from '../../src/daemon/shared/metrics.js';
 import { Daemon, StartStepError } from '../../src/daemon/lifecycle/daemon.js';
 import { NodeHost } from '../helpers/node-host.js';
 
@@ -19,14 +19,14 @@ describe('the daemon in process', () => {
     const host = new NodeHost();
     host.putFixture('10-calico.conflist');
     const daemon = daemonOn(host);
-    expect(daemon.readiness.report()).toEqual({ ready: false, reasons: ['starting'] });
+    expect(daemon.readiness.report()).toMatchObject({ ready: false, reasons: ['starting'] });
     await daemon.start();
-    expect(daemon.readiness.report()).toEqual({ ready: true, reasons: [] });
+    expect(daemon.readiness.report()).toMatchObject({ ready: true, reasons: [] });
     expect(host.isChained('10-calico.conflist')).toBe(true);
     const stopping = daemon.stop();
     // Still chained on disk at this moment, and yet not ready: nothing new may be scheduled here.
     expect(host.isChained('10-calico.conflist')).toBe(true);
-    expect(daemon.readiness.report()).toEqual({ ready: false, reasons: ['stopping'] });
+    expect(daemon.readiness.report()).toMatchObject({ ready: false, reasons: ['stopping'] });
     expect((await stopping).cleaned).toBe(true);
     expect(daemon.readiness.report().ready).toBe(false);
     expect(host.holdsPlugin('10-calico.conflist')).toBe(false);

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { HealthPort } from '../../src/daemon/http/health-port.js';
 import { HealthServer } from '../../src/daemon/http/health-server.js';
-import { Metrics } from '../../src/daemon/http/metrics.js';
+import { Metrics } from '../../src/daemon/shared/metrics.js';
 import { freePort } from '../helpers/node-host.js';
 import { waitFor } from '../helpers/wait.js';
 

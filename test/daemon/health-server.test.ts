@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import type { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HealthServer } from '../../src/daemon/http/health-server.js';
-import { Metrics } from '../../src/daemon/http/metrics.js';
+import { Metrics } from '../../src/daemon/shared/metrics.js';
 import { prometheusRegistry } from '../../src/daemon/http/prometheus.js';
 
 let server: HealthServer | undefined;

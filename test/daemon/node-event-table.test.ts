@@ -3,7 +3,7 @@
 // that stay the same while the cause does.
 import { describe, expect, it } from 'vitest';
 import { nodeEventOf } from '../../src/daemon/lifecycle/node-event-table.js';
-import type { ConditionKey, ConfigStatus } from '../../src/daemon/keepers/readiness.js';
+import type { ConditionKey, ConfigStatus } from '../../src/daemon/shared/readiness.js';
 
 const condition = (key: ConditionKey, reason = 'why') => ({ kind: 'condition' as const, key, reason });
 const config = (status: ConfigStatus, detail?: string, name = '10-calico.conflist') => ({ kind: 'config' as const, name, status, detail });

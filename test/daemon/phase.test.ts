@@ -1,7 +1,7 @@
 // The daemon's phase moves only along its named transitions (phase.ts): every pair of phase and
 // transition is tried, and each either lands where the state machine says or throws.
 import { describe, expect, it } from 'vitest';
-import { PhaseState, type Phase } from '../../src/daemon/lifecycle/phase.js';
+import { PhaseState, type Phase } from '../../src/daemon/shared/phase.js';
 
 type Transition = 'started' | 'standDown' | 'takeBack' | 'stopping' | 'stopped';
 

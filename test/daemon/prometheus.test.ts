@@ -2,7 +2,7 @@
 // counters, the gauge and the histogram (cumulative buckets, +Inf, sum, count), in Prometheus' text
 // format as prom-client renders it.
 import { describe, expect, it } from 'vitest';
-import { Metrics } from '../../src/daemon/http/metrics.js';
+import { Metrics } from '../../src/daemon/shared/metrics.js';
 import { prometheusRegistry } from '../../src/daemon/http/prometheus.js';
 
 describe('prometheus exposition', () => {

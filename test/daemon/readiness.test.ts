@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Readiness, type ConfigStatus, type ConditionKey } from '../../src/daemon/keepers/readiness.js';
+import { Readiness, type ConfigStatus, type ConditionKey } from '../../src/daemon/shared/readiness.js';
 
 const STATUSES: ConfigStatus[] = ['chained', 'out-of-scope', 'invalid', 'dangling', 'loop', 'not-regular', 'backoff', 'unmanaged', 'too-large', 'conflict', 'error'];
 const FINE = new Set<ConfigStatus>(['chained', 'out-of-scope']);

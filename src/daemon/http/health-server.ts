@@ -7,8 +7,8 @@ import { stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../../log.js';
-import type { Metrics } from './metrics.js';
-import type { ReadinessReport } from '../keepers/readiness.js';
+import type { Metrics } from '../shared/metrics.js';
+import type { ReadinessReport } from '../shared/readiness.js';
 import { monotonicMs } from '../../monotonic-ms.js';
 
 export interface HealthSource {

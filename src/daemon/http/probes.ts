@@ -6,7 +6,7 @@ import type { Config } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { HealthPort } from './health-port.js';
 import type { HealthSource } from './health-server.js';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../shared/metrics.js';
 
 /** What the probes answer from, and whether another instance may hold the ports. */
 export interface ProbeSource extends HealthSource {

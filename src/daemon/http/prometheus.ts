@@ -2,7 +2,7 @@
 // is first scraped (the health server imports this module then). Each metric reads its current value
 // from the plain counts at every scrape; prom-client's default collectors add the process metrics.
 import { Counter, Gauge, Registry, collectDefaultMetrics, type Metric } from 'prom-client';
-import type { Count, CountBy, Metrics, Timings } from './metrics.js';
+import type { Count, CountBy, Metrics, Timings } from '../shared/metrics.js';
 
 function counter(registry: Registry, name: string, help: string, count: Count): void {
   new Counter({

@@ -10,11 +10,11 @@
 // disk): what we last wrote there and the fight rule's state, in one record (records.ts), and, once
 // the file is gone, how long that is still kept (gone-paths.ts).
 import type { Logger } from '../../log.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Metrics } from '../shared/metrics.js';
 import { DEFAULT_FIGHT_POLICY, FIGHT_CAUSE, FightDetector } from './fight-detector.js';
 import { GonePaths } from './gone-paths.js';
 import type { PassOutcome } from './pass-outcome.js';
-import type { ConfigStatus, Readiness } from './readiness.js';
+import type { ConfigStatus, Readiness } from '../shared/readiness.js';
 import { Records, type ConfigEntry, type FileRecord } from './records.js';
 
 // Errors that say "not now" rather than "never": the pass is retried shortly, not at the next resync.

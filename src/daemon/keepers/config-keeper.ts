@@ -4,9 +4,9 @@ import type { Config } from '../../config.js';
 import type { ChainedPlugin } from '../../cni/chained-plugin.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Metrics } from '../shared/metrics.js';
 import type { PluginBinary } from '../node/plugin-binary.js';
-import type { Readiness } from './readiness.js';
+import type { Readiness } from '../shared/readiness.js';
 import type { SymlinkTargets } from './symlink-targets.js';
 
 /** What a keeper needs from the daemon. */

@@ -7,7 +7,7 @@ import { readEntry } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
 import type { KeeperDeps } from './config-keeper.js';
 import type { Source } from './config-sources.js';
-import { resolveDelegate } from './symlink-targets.js';
+import { resolveDelegate } from '../shared/delegate-path.js';
 
 /**
  * The meta-plugin configs of net.d that delegate by path, each with the path as written: one listing

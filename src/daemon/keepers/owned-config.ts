@@ -27,7 +27,7 @@ import { ownerOf, readEntry, type EntryRead, type FileOwner } from '../../fs/bou
 import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
 import { isMissing } from '../../fs/errno.js';
-import { CoalescingQueue, type PassRunner } from './coalescing-queue.js';
+import { CoalescingQueue, type PassRunner } from '../shared/coalescing-queue.js';
 import { OWNED_WORDS } from './book-words.js';
 import { ConfigBook } from './config-book.js';
 import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';

@@ -10,7 +10,7 @@ import { ownerOf, type EntryRead } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { AGAIN, CHAINED, problem, type PassOutcome } from './pass-outcome.js';
-import { resolveDelegate } from './symlink-targets.js';
+import { resolveDelegate } from '../shared/delegate-path.js';
 
 /** A meta-plugin config (Multus): never a primary (cni/meta-plugin.ts). */
 export function isMeta(bytes: Buffer): boolean {

@@ -1,6 +1,6 @@
 // A converted `.conf` symlink is parked under a hidden name (names.ts parkedLinkName), the durable mark
 // of our conversion (conf-conversion.ts): whether it still stands is asked by every pass of the link,
-// and by the start, which puts stale ones back (lifecycle/parked-links.ts).
+// and by the start, which puts stale ones back (stop/parked-links.ts).
 import { madeByConversion } from '../../cni/conflist.js';
 import { conflistName } from '../../cni/names.js';
 import { readEntry } from '../../fs/bounded-read.js';

@@ -1,7 +1,7 @@
 // What one pass found for one config (docs/design.md, Events). The stages of a pass (classify, read,
 // decide, write) return it; the keeper's book (config-book.ts) applies it: the per-config status on
 // /readyz, the problem logged once, the retry timer. A stage never sets a status itself.
-import type { ConfigStatus, ProblemStatus } from './readiness.js';
+import type { ConfigStatus, ProblemStatus } from '../shared/readiness.js';
 
 /** The statuses a pass sets without a problem to log. */
 export type QuietStatus = Extract<ConfigStatus, 'out-of-scope' | 'unmanaged' | 'delegating' | 'not-loaded'>;

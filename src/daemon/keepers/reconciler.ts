@@ -14,7 +14,7 @@ import { withDirSync } from '../../fs/dir.js';
 import { SharedDir, type Lease } from '../../fs/shared-dir.js';
 import { isMissing } from '../../fs/errno.js';
 import { BytesInFlight } from './bytes-in-flight.js';
-import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassEnded, type PassRunner } from './coalescing-queue.js';
+import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassEnded, type PassRunner } from '../shared/coalescing-queue.js';
 import { IN_PLACE_WORDS } from './book-words.js';
 import { ConfigBook } from './config-book.js';
 import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';

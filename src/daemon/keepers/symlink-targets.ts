@@ -42,15 +42,6 @@ export function openDelegate(root: HostRoot, delegatePath: string, targets: Syml
   return openResolved(root, candidates.find((r) => r.ok) ?? candidates.at(-1)!, targets, key, () => paths.at(-1)!);
 }
 
-/** The host path of the file a meta-plugin names by path, if it resolves to one. */
-export function resolveDelegate(root: HostRoot, delegatePath: string): string | undefined {
-  for (const candidate of delegatePathCandidates(delegatePath)) {
-    const resolved = root.resolve(candidate);
-    if (resolved.ok && resolved.kind === 'file') return resolved.path;
-  }
-  return undefined;
-}
-
 function openResolved(root: HostRoot, resolved: Resolution, targets: SymlinkTargets, key: string, intended: () => string): LinkTarget {
   if (!resolved.ok) {
     if (resolved.code === 'ENOENT') {

@@ -1,6 +1,6 @@
 // The `run` lifecycle (docs/design.md, Start): an install flow of numbered steps, then controllers
 // that keep the node as installed, and on stop the teardown, unless a newer instance owns the node
-// (leave-node.ts). The controllers, each in its own file and owning its readiness conditions, are
+// (stop/stop.ts). The controllers, each in its own file and owning its readiness conditions, are
 // net-dir-watch (net-dir), ownership-role (owner), installed-files (binaries, plugin-binary,
 // kubeconfig), node-scan (scan), target-dir-watches (target-dir:D), the event router, and the config
 // keeper (reconciler.ts or owned-config.ts). This file wires them together and holds the one
@@ -14,37 +14,34 @@ import { KubeconfigFile } from '../../kube/kubeconfig-file.js';
 import type { Logger } from '../../log.js';
 import { createWatcher } from '../../watch/create-watcher.js';
 import type { Watcher } from '../../watch/watcher.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Metrics } from '../shared/metrics.js';
 import type { ConfigKeeper } from '../keepers/config-keeper.js';
 import { OwnedConfig } from '../keepers/owned-config.js';
-import { Readiness, type Condition } from '../keepers/readiness.js';
+import { Readiness, type Condition } from '../shared/readiness.js';
 import { Reconciler } from '../keepers/reconciler.js';
-import { TargetDirWatches } from '../keepers/target-dir-watches.js';
+import { TargetDirWatches } from './target-dir-watches.js';
 import { InstalledFiles } from '../node/installed-files.js';
 import { PluginBinary } from '../node/plugin-binary.js';
 import { BinDirWatch } from './bin-dir-watch.js';
-import { ChainedTargets } from './chained-targets.js';
-import type { ControllerDeps } from './controller-deps.js';
+import { ChainedTargets } from '../node/chained-targets.js';
+import type { ControllerDeps } from '../shared/controller-deps.js';
 import { EventRouter } from './event-router.js';
 import { NetDirWatch } from './net-dir-watch.js';
 import { NodeScan } from './node-scan.js';
 import { Ownership } from './ownership.js';
 import { OwnershipRole } from './ownership-role.js';
-import { PhaseState } from './phase.js';
+import { PhaseState } from '../shared/phase.js';
 import { ReadinessReporter } from './readiness-reporter.js';
 import { MemoryReturn } from './memory-return.js';
-import { leaveNode, type StopResult } from './leave-node.js';
-import { stopVerdict } from './stop-policy.js';
+import { leaveNode, stopVerdict, type Stopping, type StopResult } from '../stop/stop.js';
 import { NodeCredential } from './node-credential.js';
 import { runStep } from './start-step.js';
+import { refreshNode, type RefreshTrigger } from './node-refresh.js';
 import { markByTriggers, optimizeHeapForSize } from '../../memory-flags.js';
 import type { Probes } from '../http/probes.js';
 
 export { StartStepError } from './start-step.js';
-export type { StopResult } from './leave-node.js';
-
-// Temps younger than this may belong to another instance's write in progress (upgrade overlap).
-const SWEEP_MIN_AGE_MS = 10_000;
+export type { StopResult } from '../stop/stop.js';
 
 export class Daemon {
   readonly root: HostRoot;
@@ -218,11 +215,12 @@ export class Daemon {
   /** Stops watching; unless another instance owns the node, removes everything `run` installed. */
   async stop(): Promise<StopResult> {
     if (this.phaseState.ending) return { cleaned: false, unpatched: [], failed: [] };
-    const wasPassive = this.phaseState.standingBy;
-    // Asked at once, while the watches close and the passes drain: the API is slow at worst.
-    const verdict = wasPassive
+    const stopping = this.stopping();
+    // Asked at once, while the watches close and the passes drain: the API is slow at worst. A standby
+    // never maintained the node: it has nothing to decide.
+    const verdict = this.phaseState.standingBy
       ? undefined
-      : stopVerdict(this.config, this.log, this.credential, () => this.ownership.standbyWaiting()).catch((err: unknown) => ({ teardown: false, reason: `the stop could not be decided (${(err as Error).message}): keeping the node chained` }));
+      : stopVerdict(stopping).catch((err: unknown) => ({ kind: 'keep' as const, reason: `the stop could not be decided (${(err as Error).message}): keeping the node chained` }));
     this.phaseState.stopping();
     // Unready from here on: the configs are about to be unchained.
     this.lifecycle.set('stopping');
@@ -240,8 +238,7 @@ export class Daemon {
     this.installed.dispose();
     this.targetDirs.dispose();
     try {
-      const leaving = { config: this.config, plugin: this.plugin, root: this.root, log: this.log, metrics: this.metrics, ownership: this.ownership, role: this.role, reporter: this.reporter, installed: this.installed, chainedTargets: this.chainedTargets, kubeconfig: this.kubeconfig };
-      return await leaveNode(leaving, wasPassive, verdict);
+      return await leaveNode(stopping, verdict);
     } finally {
       this.credential.dispose();
       this.reporter.dispose();
@@ -249,6 +246,24 @@ export class Daemon {
       // Last: the kubelet's probes are answered (not ready) for as long as the stop runs.
       await this.probes?.close();
     }
+  }
+
+  /** What the stop (stop/stop.ts) needs of this daemon. */
+  private stopping(): Stopping {
+    return {
+      config: this.config,
+      pluginType: this.plugin.type,
+      root: this.root,
+      log: this.log,
+      metrics: this.metrics,
+      role: this.role,
+      ownership: this.ownership,
+      stopFacts: (ms) => this.credential.stopFacts(ms),
+      announceUninstall: (reason, ms) => this.reporter.uninstalling(reason, ms),
+      binaryNames: this.installed.binaryNames,
+      chainedTargets: () => this.chainedTargets.all,
+      kubeconfig: this.kubeconfig,
+    };
   }
 
   private async onNetDirArmed(disk: string): Promise<void> {
@@ -275,25 +290,11 @@ export class Daemon {
     await this.refreshNode('timer');
   }
 
-  /**
-   * The node brought back to what the start left (install above), in the start's order: the plugin
-   * binaries before any config names them, stranded temps swept before configs are read, the
-   * kubeconfig, then a pass of every config. When net.d is armed (at start, right after step 2
-   * installed the binaries, so they are not checked twice), when this instance takes the node back,
-   * and at each resync tick. Temps younger than SWEEP_MIN_AGE_MS are left unless net.d was just
-   * armed: they may be another instance's writes in flight (the upgrade overlap).
-   */
-  private async refreshNode(trigger: 'net-dir' | 'take-back' | 'timer'): Promise<void> {
-    if (trigger === 'timer') await this.binDir.renew();
-    if (trigger !== 'net-dir') await this.installed.reinstallBinaries();
-    this.scan.sweep(trigger === 'net-dir' ? 0 : SWEEP_MIN_AGE_MS);
-    await this.installed.syncKubeconfig();
-    this.scan.rescan(trigger === 'net-dir' ? 'start' : trigger);
-    if (trigger === 'timer') this.targetDirs.retry(this.keeper.targets);
+  private refreshNode(trigger: RefreshTrigger): Promise<void> {
+    const { binDir, installed, scan, keeper, targetDirs } = this;
+    return refreshNode({ binDir, installed, scan, keeper, targetDirs }, trigger);
   }
 
   /** Logs and exports readiness changes; called after events and passes. */
-  private updateReadiness(): void {
-    this.reporter.update();
-  }
+  private updateReadiness = (): void => this.reporter.update();
 }

@@ -7,7 +7,7 @@ import type { Config } from '../../config.js';
 import { flushReplacements } from '../../fs/replace-batches.js';
 import type { Logger } from '../../log.js';
 import type { WatchEventKind, WatchEvents, Watcher } from '../../watch/watcher.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Metrics } from '../shared/metrics.js';
 import type { ConfigKeeper } from '../keepers/config-keeper.js';
 import type { InstalledFiles } from '../node/installed-files.js';
 import type { NetDirWatch } from './net-dir-watch.js';
@@ -15,7 +15,7 @@ import type { NodeScan } from './node-scan.js';
 import { OwnRenames } from './own-renames.js';
 import { OWNER_FILE_NAME } from './ownership.js';
 import type { OwnershipRole } from './ownership-role.js';
-import type { PhaseState } from './phase.js';
+import type { PhaseState } from '../shared/phase.js';
 import { SettleTimers } from './settle-timers.js';
 
 export interface EventRouterDeps {

@@ -8,7 +8,7 @@ import type { Credentials } from '../../kube/credentials.js';
 import type { Logger } from '../../log.js';
 import type { NodeEvents } from '../../kube/node-events.js';
 import type { NodeTaint } from '../../kube/node-taint.js';
-import type { NotReady } from '../keepers/readiness.js';
+import type { NotReady } from '../shared/readiness.js';
 import { nodeEventOf } from './node-event-table.js';
 
 const REQUEST_TIMEOUT_MS = 10_000;

@@ -11,7 +11,7 @@ import { statSync } from 'node:fs';
 import { errnoCode } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
-import type { Condition } from '../keepers/readiness.js';
+import type { Condition } from '../shared/readiness.js';
 import type { WatchEventKind, Watcher } from '../../watch/watcher.js';
 
 export type NetDirState =

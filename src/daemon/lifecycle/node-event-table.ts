@@ -5,7 +5,7 @@
 // status): repeats of it count up one Event's series instead of making new Events. Its note is stable
 // too: nothing that changes between repeats (a fight's next retry time) goes into it.
 import type { NodeEventReason } from '../../kube/node-events.js';
-import type { ConditionKey, ConfigStatus, NotReady } from '../keepers/readiness.js';
+import type { ConditionKey, ConfigStatus, NotReady } from '../shared/readiness.js';
 import { FIGHT_CAUSE } from '../keepers/fight-detector.js';
 
 export interface NodeEventOf {

@@ -6,8 +6,8 @@
 import { withDirSync } from '../../fs/dir.js';
 import { errnoCode, isMissing } from '../../fs/errno.js';
 import type { ConfigKeeper } from '../keepers/config-keeper.js';
-import type { Condition } from '../keepers/readiness.js';
-import type { ControllerDeps } from './controller-deps.js';
+import type { Condition } from '../shared/readiness.js';
+import type { ControllerDeps } from '../shared/controller-deps.js';
 import { sweepTemps } from './temp-sweep.js';
 
 // (docs/design.md, Readiness: EMFILE is retried, never fatal.)

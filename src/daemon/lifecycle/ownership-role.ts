@@ -4,9 +4,9 @@
 // moment the newer one dies. The lock and the owner file themselves are ownership.ts.
 import { errnoCode } from '../../fs/errno.js';
 import type { Logger } from '../../log.js';
-import type { Condition, Readiness } from '../keepers/readiness.js';
+import type { Condition, Readiness } from '../shared/readiness.js';
 import type { Owner, Ownership } from './ownership.js';
-import type { PhaseState } from './phase.js';
+import type { PhaseState } from '../shared/phase.js';
 
 export interface OwnershipRoleDeps {
   ownership: Ownership;

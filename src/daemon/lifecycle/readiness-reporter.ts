@@ -4,10 +4,10 @@
 import type { Config } from '../../config.js';
 import type { Credentials } from '../../kube/credentials.js';
 import type { Logger } from '../../log.js';
-import type { Metrics } from '../http/metrics.js';
-import type { Condition, NotReady, Readiness } from '../keepers/readiness.js';
+import type { Metrics } from '../shared/metrics.js';
+import type { Condition, NotReady, Readiness } from '../shared/readiness.js';
 import type { KubeNode } from './kube-node.js';
-import type { PhaseState } from './phase.js';
+import type { PhaseState } from '../shared/phase.js';
 
 export class ReadinessReporter {
   private lastReady = false; // "not ready" while starting goes without saying

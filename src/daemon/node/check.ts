@@ -12,7 +12,7 @@ import { readEntry } from '../../fs/bounded-read.js';
 import { withDirSync } from '../../fs/dir.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import { listNodeConfigs, type NodeConfig } from './node-configs.js';
-import { resolveDelegate } from '../keepers/symlink-targets.js';
+import { resolveDelegate } from '../shared/delegate-path.js';
 import { delegationProblem, type Delegation } from '../../cni/meta-plugin.js';
 
 export type ConfigState = 'chained' | 'not-chained' | 'stale-plugin' | 'stale-copy' | 'invalid' | 'unresolved' | 'too-large';

@@ -8,9 +8,9 @@
 import { errnoCode } from '../../fs/errno.js';
 import type { KubeconfigFile } from '../../kube/kubeconfig-file.js';
 import type { WatchEventKind } from '../../watch/watcher.js';
-import { CoalescingQueue, type PassRunner } from '../keepers/coalescing-queue.js';
-import type { Condition } from '../keepers/readiness.js';
-import type { ControllerDeps } from '../lifecycle/controller-deps.js';
+import { CoalescingQueue, type PassRunner } from '../shared/coalescing-queue.js';
+import type { Condition } from '../shared/readiness.js';
+import type { ControllerDeps } from '../shared/controller-deps.js';
 import { installBinaries, restoreFromSpare } from './binaries.js';
 import type { PluginBinary } from './plugin-binary.js';
 

@@ -7,9 +7,9 @@ import { errnoCode, isMissing } from '../../fs/errno.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
 import type { Watcher } from '../../watch/watcher.js';
-import { watchFailureReason } from '../lifecycle/net-dir-watch.js';
-import type { Condition, Readiness } from './readiness.js';
-import type { SymlinkTargets } from './symlink-targets.js';
+import { watchFailureReason } from './net-dir-watch.js';
+import type { Condition, Readiness } from '../shared/readiness.js';
+import type { SymlinkTargets } from '../keepers/symlink-targets.js';
 
 export class TargetDirWatches {
   /** Conditions of the directories whose watch failed, by directory on disk. */

@@ -3,8 +3,8 @@
 import type { Config } from '../../config.js';
 import type { HostRoot } from '../../fs/host-root.js';
 import type { Logger } from '../../log.js';
-import type { Metrics } from '../http/metrics.js';
-import type { Readiness } from '../keepers/readiness.js';
+import type { Metrics } from './metrics.js';
+import type { Readiness } from './readiness.js';
 import type { PhaseState } from './phase.js';
 
 export interface ControllerDeps {

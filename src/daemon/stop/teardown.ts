@@ -19,7 +19,7 @@ import type { Logger } from '../../log.js';
 import { removeOwnedCopies } from '../keepers/owned-copies.js';
 import { installBinaries, removeBinaries, removeSpares } from '../node/binaries.js';
 import { configsChainedAgain, configsNaming, QUIET_MS } from './chained-again.js';
-import { readChainedTargets, removeChainedTargets } from './chained-targets.js';
+import { readChainedTargets, removeChainedTargets } from '../node/chained-targets.js';
 import { unpatchNode } from './unpatch-node.js';
 
 export interface TeardownOptions {

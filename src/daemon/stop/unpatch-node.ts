@@ -2,7 +2,7 @@
 // over a newer write. Used by the daemon's shutdown and by `cni-chainer uninstall`.
 import path from 'node:path';
 import { planUnpatch, type UnpatchPlan } from '../../cni/conflist.js';
-import { resolveDelegate } from '../keepers/symlink-targets.js';
+import { resolveDelegate } from '../shared/delegate-path.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
 import { touchSymlink } from '../../fs/touch-symlink.js';
 import { ownerOf, readEntry } from '../../fs/bounded-read.js';
