@@ -1,4 +1,4 @@
-// The manifests and the agent against a real control plane (test/cluster/control-plane.ts): etcd,
+// The manifests and the agent against a real control plane (bench/cluster/control-plane.ts): etcd,
 // kube-apiserver with its authorizers and admission plugins, the controller manager and the
 // scheduler, all built from their Go modules. deploy/base is applied with kubectl as operators apply
 // it; the DaemonSet controller makes a pod for each node and the scheduler binds it. There is no
@@ -13,7 +13,7 @@ import { freePort, NodeHost, probe, type DaemonProcess } from '../helpers/node-h
 import { repoRoot } from '../helpers/addon-path.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
-import { ControlPlane, clusterBinDir } from './control-plane.js';
+import { ControlPlane, clusterBinDir } from '../../bench/cluster/control-plane.js';
 import { tokenClaims } from '../../src/kube/token-claims.js';
 
 const NS = 'linkerd-cni';

@@ -14,9 +14,9 @@ import path from 'node:path';
 import { PAUSE_IMAGE } from '../runtime/containerd.js';
 import { buildPauseImage } from '../runtime/oci-image.js';
 import { waitFor } from '../helpers/wait.js';
-import { componentLogTail, nodeToken, type ControlPlane } from './control-plane.js';
+import { componentLogTail, nodeToken, type ControlPlane } from '../../bench/cluster/control-plane.js';
 import { NODE_IP, type NodeNamespace } from './node-namespace.js';
-import { stopComponents } from './processes.js';
+import { stopComponents } from '../../bench/cluster/processes.js';
 
 export class KubeletNode {
   private readonly children: ChildProcess[] = [];

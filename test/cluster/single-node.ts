@@ -12,7 +12,7 @@ import { waitFor } from '../helpers/wait.js';
 import { Buildah, buildUnavailable } from '../image/buildah.js';
 import { BUILD_BASE, buildAgentImage, buildBases, buildInstallerStandIn, buildPluginStandIn, INSTALLER_STANDIN, RUNTIME_BASE } from '../image/stand-ins.js';
 import { invocations } from '../runtime/test-plugin.js';
-import { ControlPlane, clusterBinDir } from './control-plane.js';
+import { ControlPlane, clusterBinDir } from '../../bench/cluster/control-plane.js';
 import { KubeletNode } from './kubelet-node.js';
 import { NodeNamespace, nodeUnavailable } from './node-namespace.js';
 
@@ -212,6 +212,8 @@ export function agentPid(uid: string): number {
 
 /** Applies a layout (a directory with a kustomization) and waits for its agent pod to be Ready. */
 export async function deploy(layout: string): Promise<{ name: string; uid: string }> {
+  // A namespace still terminating refuses every object created in it.
+  await namespaceGone({ onlyIfTerminating: true });
   cp.kubectl(['apply', '-k', layout]);
   await waitFor(() => agentPods().some((p) => p.ready), `the agent pod of ${layout} Ready`, 120_000);
   return agentPods().find((p) => p.ready)!;
@@ -221,11 +223,24 @@ export async function deploy(layout: string): Promise<{ name: string; uid: strin
 export async function undeploy(layout: string): Promise<void> {
   cp.kubectl(['delete', '-k', layout, '--wait=false', '--ignore-not-found']);
   await waitFor(() => agentPods().length === 0, 'the agent pod gone', 120_000);
-  await waitFor(() => !cp.kubectl(['get', 'namespaces', '-o', 'name']).includes(`namespace/${NS}`), 'its namespace gone', 120_000);
+  await namespaceGone();
 }
 
-/** A layout of the test's own on top of deploy/base: `patch` is a JSON patch of the DaemonSet. */
-export function testLayout(name: string, patch: unknown[]): string {
+/** Waits until the agent's namespace is gone (or, `onlyIfTerminating`, is not terminating). */
+export async function namespaceGone(options: { onlyIfTerminating?: boolean } = {}): Promise<void> {
+  const phase = () => cp.kubectl(['get', 'namespace', NS, '--ignore-not-found', '-o', 'jsonpath={.status.phase}']).trim();
+  const settled = () => {
+    const now = phase();
+    return now === '' || (options.onlyIfTerminating === true && now !== 'Terminating');
+  };
+  await waitFor(settled, `namespace ${NS} gone`, 120_000);
+}
+
+/**
+ * A layout of the test's own on top of deploy/base: `patch` is a JSON patch of the DaemonSet;
+ * `without` names objects of the base left out.
+ */
+export function testLayout(name: string, patch: unknown[], without: Array<{ apiVersion: string; kind: string; name: string }> = []): string {
   const layout = path.join(dir, 'layouts', name);
   mkdirSync(layout, { recursive: true });
   writeFileSync(
@@ -234,7 +249,10 @@ export function testLayout(name: string, patch: unknown[]): string {
       apiVersion: 'kustomize.config.k8s.io/v1beta1',
       kind: 'Kustomization',
       resources: [path.relative(layout, path.join(repoRoot, 'deploy', 'base'))],
-      patches: [{ target: { kind: 'DaemonSet', name: 'linkerd-cni' }, patch: JSON.stringify(patch) }],
+      patches: [
+        { target: { kind: 'DaemonSet', name: 'linkerd-cni' }, patch: JSON.stringify(patch) },
+        ...without.map((o) => ({ patch: JSON.stringify({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.name, namespace: NS }, $patch: 'delete' }) })),
+      ],
     }),
   );
   return layout;

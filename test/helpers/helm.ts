@@ -2,7 +2,7 @@
 // repository (charts/cni-chainer).
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { clusterBinDir } from '../cluster/control-plane.js';
+import { clusterBinDir } from '../../bench/cluster/control-plane.js';
 import { repoRoot } from './addon-path.js';
 import { parseYaml, type K8sObject } from './kustomize.js';
 

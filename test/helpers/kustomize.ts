@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { clusterBinDir } from '../cluster/control-plane.js';
+import { clusterBinDir } from '../../bench/cluster/control-plane.js';
 import { repoRoot } from './addon-path.js';
 
 export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> } } & Record<string, any>;

@@ -1,6 +1,6 @@
 // Shutdown, ownership across overlapping pods, crashes, fights, token rotation, uninstall and check.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -51,13 +51,26 @@ describe('shutdown', () => {
     expect(host.holdsPlugin('10-calico.conflist')).toBe(false);
   });
 
-  it('puts back a plugin binary that someone removed', async () => {
+  it('puts back a plugin binary that someone removed: from its spare hard link at once, and a new copy when the spare went too', async () => {
     const host = new NodeHost();
     const daemon = await host.started();
     const binary = path.join(host.binDir, 'linkerd-cni');
-    await import('node:fs').then((fs) => fs.rmSync(binary));
+    const spare = path.join(host.binDir, '.linkerd-cni.cni-chainer-spare');
+    const installed = statSync(binary).ino;
+    expect(statSync(spare).ino).toBe(installed);
+    rmSync(binary);
+    await waitFor(() => existsSync(binary), 'the binary back');
+    // The very file installed, renamed back; then a new spare of it.
+    expect(statSync(binary).ino).toBe(installed);
+    await waitFor(() => existsSync(spare) && statSync(spare).ino === installed, 'a new spare');
+    expect(daemon.count('plugin binaries were missing or changed: reinstalled')).toBe(0);
+    rmSync(spare);
+    rmSync(binary);
     await daemon.waitLog('plugin binaries were missing or changed: reinstalled');
     expect(existsSync(binary)).toBe(true);
+    // A stop that uninstalls takes the spares too.
+    expect((await daemon.stop()).code).toBe(0);
+    expect(readdirSync(host.binDir)).toEqual([]);
   });
 
   it('SIGKILL in the middle of a storm leaves only complete files: every config parses', async () => {

@@ -14,7 +14,7 @@ import { repoRoot } from '../../helpers/addon-path.js';
 import { waitFor } from '../../helpers/wait.js';
 import { helmOnNode } from '../helm-on-node.js';
 import { oneWindow, sampledWhile } from '../sampled.js';
-import { cp, json, kubectlAsync, NS, ns, PRIMARY, PRIMARY_NAME, primaryBins, reason } from '../single-node.js';
+import { cp, json, kubectlAsync, namespaceGone, NS, ns, PRIMARY, PRIMARY_NAME, primaryBins, reason } from '../single-node.js';
 
 const RELEASE = 'linkerd2-cni';
 const LINKERD_CHART = path.join(repoRoot, 'test', 'stand-ins', 'linkerd2-cni-chart');
@@ -72,10 +72,12 @@ describe.skipIf(reason !== undefined)("switching from linkerd's installer with H
     cp.kubectl(['label', 'namespace', NS, 'pod-security.kubernetes.io/enforce=privileged']);
   });
 
-  afterAll(() => {
+  afterAll(async () => {
     cp.kubectl(['delete', 'namespace', NS, '--ignore-not-found', '--wait=false']);
     writeFileSync(path.join(ns.netDir, PRIMARY_NAME), PRIMARY);
-  });
+    // The next suite applies its own objects into this namespace: not while it is terminating.
+    await namespaceGone();
+  }, 180_000);
 
   // linkerd's installer, stopping beside cni-chainer at the end of the surge, writes every config it
   // patched in place unchained and removes the binary and the kubeconfig: the agent undoes each at once

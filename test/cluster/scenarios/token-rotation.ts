@@ -1,5 +1,6 @@
-// The kubelet rotates the agent's projected token: the kubeconfig follows (while the node token is
-// not held) and the plugin keeps working.
+// The kubelet rotates the agent's projected token: where no node token can be had (a cluster whose
+// operator left the node-token Role out), the kubeconfig carries the pod's token and follows its
+// rotation, and the plugin keeps working.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { waitFor } from '../../helpers/wait.js';
 import { cp, createPod, deploy, node, notMeshed, ns, PRIMARY_NAME, reason, testLayout, undeploy, waitRunning } from '../single-node.js';
 
 describe.skipIf(reason !== undefined)('token rotation on the real node', () => {
-  it('the kubelet rotates the projected token (expirationSeconds 600, the least the API allows): the kubeconfig follows, and the plugin keeps working', async () => {
+  it('without the node-token Role, the kubelet rotates the projected token (expirationSeconds 600, the least the API allows): the kubeconfig follows, and the plugin keeps working', async () => {
     // The token the kubelet mounts, with the shortest lifetime the API server admits. The kubelet
     // renews a projected token once 80% of its lifetime has passed (pkg/kubelet/token: 480 s here).
     const layout = testLayout('short-token', [
@@ -27,7 +28,7 @@ describe.skipIf(reason !== undefined)('token rotation on the real node', () => {
         },
       },
       { op: 'add', path: '/spec/template/spec/containers/0/volumeMounts/-', value: { name: 'short-token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true } },
-    ]);
+    ], [{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', name: 'linkerd-cni-node-token' }]);
     const agent = await deploy(layout);
     // A tmpfs the kubelet mounted in the node's mount namespace: read through it.
     const tokenFile = ns.inside(path.join(node.dir, 'kubelet', 'root', 'pods', agent.uid, 'volumes', 'kubernetes.io~projected', 'short-token', 'token'));

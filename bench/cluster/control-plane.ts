@@ -1,4 +1,4 @@
-// A Kubernetes control plane for the cluster suite, built from the pinned tools module
+// A Kubernetes control plane for the cluster suite and the fleet bench, built from the pinned tools module
 // (scripts/build-cluster.sh): etcd, kube-apiserver with the RBAC and Node authorizers and the
 // NodeRestriction, PodSecurity, Priority and ResourceQuota admission plugins (ResourceQuota limiting
 // the critical priority classes as GKE's API servers do), kube-controller-manager and kube-scheduler.
@@ -6,10 +6,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../../bench/free-port.js';
-import { repoRoot } from '../helpers/addon-path.js';
+import { freePort } from '../free-port.js';
 import { makePki, type Pki } from './pki.js';
 import { stopComponents } from './processes.js';
+import { repoRoot } from './repo-root.js';
 
 /** The cluster binaries, built (or found in the cache) by the one script that builds them. */
 export function clusterBinDir(): string {
@@ -17,7 +17,7 @@ export function clusterBinDir(): string {
   return out.trim().split('\n').at(-1)!;
 }
 
-const ADMIN_TOKEN = 'cni-chainer-test-admin';
+export const ADMIN_TOKEN = 'cni-chainer-test-admin';
 const CONTROLLER_TOKEN = 'cni-chainer-test-controllers';
 
 /** Where the control plane runs: on the machine's loopback, or inside a node's namespaces. */
@@ -30,7 +30,16 @@ export interface Placement {
   bindAddress: string;
   /** Kubelets that will join: each gets a static token as system:node:<name>. */
   nodes: string[];
+  /** kube-controller-manager's controllers; DEFAULT_CONTROLLERS when absent. */
+  controllers?: string[];
+  /** Runs kube-scheduler (default true). */
+  scheduler?: boolean;
+  /** More kube-apiserver flags (the fleet's audit log). */
+  apiServerArgs?: string[];
 }
+
+/** What the suites need: DaemonSets, accounts and their tokens, namespaces, the GC, node lifecycle. */
+export const DEFAULT_CONTROLLERS = ['daemonset', 'serviceaccount', 'namespace', 'garbagecollector', 'resourcequota', 'nodelifecycle', 'serviceaccount-token', 'root-ca-cert-publisher'];
 
 const ON_LOOPBACK: Placement = { prefix: [], bindAddress: '127.0.0.1', nodes: [] };
 
@@ -154,6 +163,7 @@ export class ControlPlane {
       // The kubernetes Service's endpoints would be 127.0.0.1, which it refuses; nothing uses them here.
       '--endpoint-reconciler-type', 'none',
       '--profiling=false',
+      ...(this.placement.apiServerArgs ?? []),
     ]);
     this.kubeconfig('admin', ADMIN_TOKEN);
     await this.waitHealthy();
@@ -166,10 +176,11 @@ export class ControlPlane {
       '--secure-port', String(await freePort()),
       '--root-ca-file', this.pki.caCert,
       '--service-account-private-key-file', this.pki.saKey,
-      '--controllers', 'daemonset,serviceaccount,namespace,garbagecollector,resourcequota,nodelifecycle,serviceaccount-token,root-ca-cert-publisher',
+      '--controllers', (this.placement.controllers ?? DEFAULT_CONTROLLERS).join(','),
       '--leader-elect=false',
       '--profiling=false',
     ]);
+    if (this.placement.scheduler === false) return;
     this.run('kube-scheduler', [
       '--kubeconfig', controllers,
       '--authentication-kubeconfig', controllers,
@@ -196,11 +207,11 @@ export class ControlPlane {
     return [...this.components.values()].map((c) => c.child);
   }
 
-  /** Stops one component (an API server outage, say): SIGTERM, SIGKILL after 5 s. */
-  async stopComponent(name: string): Promise<void> {
+  /** Stops one component (an API server outage, say): SIGTERM, SIGKILL after 5 s; or SIGKILL at once (a crash). */
+  async stopComponent(name: string, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     const child = this.components.get(name)?.child;
     if (child === undefined) throw new Error(`no component ${name}`);
-    await stopChildren([child]);
+    await stopComponents([child], signal);
   }
 
   /** Starts a stopped component again, with its arguments; the API server is waited for until healthy. */
