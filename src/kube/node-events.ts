@@ -26,8 +26,13 @@ const MAX_NEW_PER_WINDOW = 10;
 // events.k8s.io/v1 refuses a note over 1 KiB (bytes, not characters).
 const MAX_NOTE_BYTES = 1024;
 const ELLIPSIS = '…';
-const CREATE_ATTEMPTS = 4;
+// A create that failed (no answer, 5xx, 429) is tried again at 2 s doubling to 10 s, jittered ±50%,
+// 12 attempts in all: ~95 s, about as long as client-go's event recorder keeps an Event (12 tries,
+// 10 s apart). With 4 attempts (~14 s) every Chained Event of a start during the fleet bench's 60 s
+// API server outage was lost (docs/performance.md, Fleet).
+const CREATE_ATTEMPTS = 12;
 const FIRST_RETRY_MS = 2_000;
+const MAX_RETRY_MS = 10_000;
 
 /** `note` cut to at most `max` UTF-8 bytes, an ellipsis included, never inside a character. */
 export function truncateUtf8(note: string, max = MAX_NOTE_BYTES): string {
@@ -158,6 +163,12 @@ export class NodeEvents {
           series.name = answer.body?.metadata?.name;
           return;
         }
+        // A create that timed out (504) may have been stored all the same: its retry, under the same
+        // name, is then refused as AlreadyExists. The Event is there.
+        if (answer.status === 409 && attempt > 1) {
+          series.name = event.metadata.name;
+          return;
+        }
         failure = `POST event answered ${answer.status}: ${answer.body?.message ?? ''}`;
         // Refused for what it is (403, 422): trying again changes nothing.
         if (answer.status < 500 && answer.status !== 429) throw new Error(failure);
@@ -167,7 +178,7 @@ export class NodeEvents {
       }
       if (attempt >= CREATE_ATTEMPTS || this.disposed) throw new Error(failure);
       await new Promise((resolve) => setTimeout(resolve, jittered(retryMs, 0.5)).unref());
-      retryMs *= 2;
+      retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
     }
   }
 

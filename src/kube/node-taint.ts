@@ -27,8 +27,18 @@ interface Status {
   reason?: string;
 }
 
-const FIRST_RETRY_MS = 1_000;
-const MAX_RETRY_MS = 60_000;
+// Retries double from 1 s to 15 s, each jittered ±20%. The cap is what a node pays after an API
+// server outage: a node whose retry just missed the return stays tainted for up to the cap (with 60 s,
+// the fleet bench's last node waited 67 s after a 60 s outage; docs/performance.md, Fleet). At 15 s a
+// node's retries stay rarer than its kubelet's Lease renewals (every 10 s), and the jitter spreads
+// them out (docs/performance.md, Fleet: requests a second after the outage).
+export const FIRST_RETRY_MS = 1_000;
+const MAX_RETRY_MS = 15_000;
+
+/** The wait before the next retry (before jitter), after one of `ms`. */
+export function nextRetryMs(ms: number): number {
+  return Math.min(ms * 2, MAX_RETRY_MS);
+}
 // A patch whose test op failed (the taints changed meanwhile) is read and tried again at once.
 const MAX_CONFLICTS = 5;
 
@@ -98,7 +108,7 @@ export class NodeTaint {
     }
     this.timer = setTimeout(() => void this.attempt(), jittered(this.retryMs, 0.2));
     this.timer.unref();
-    this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);
+    this.retryMs = nextRetryMs(this.retryMs);
   }
 
   /** One read and patch, again at once while another writer changes the taints under us. */

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/kube/api-client.js';
 import { NodeEvents, truncateUtf8 } from '../../src/kube/node-events.js';
 import { nodeEventOf } from '../../src/daemon/lifecycle/node-event-table.js';
-import { RecordedApi, type Answers } from '../helpers/api-answers.js';
+import { RecordedApi, type Answer, type Answers } from '../helpers/api-answers.js';
 import { waitFor } from '../helpers/wait.js';
 
 const EVENTS = '/apis/events.k8s.io/v1/namespaces/default/events';
@@ -92,6 +92,29 @@ describe('Events on the Node', () => {
     expect(Buffer.byteLength((JSON.parse(posts(api)[0]!.body) as { note: string }).note)).toBeLessThanOrEqual(1024);
     events.dispose();
   });
+
+  it('a create that timed out (504) but was stored: its retry is refused as AlreadyExists, and the Event is taken as there', async () => {
+    const timedOut: Answer = { status: 504, body: { kind: 'Status', status: 'Failure', reason: 'Timeout', code: 504 } };
+    const exists: Answer = { status: 409, body: { kind: 'Status', status: 'Failure', reason: 'AlreadyExists', code: 409 } };
+    const { api, events } = await setup(200, undefined, [timedOut, exists]);
+    events.record('Fight', 'config:10-calico.conflist:backoff', 'reverted', 'Warning');
+    events.record('Fight', 'config:10-calico.conflist:backoff', 'reverted', 'Warning');
+    await events.flush();
+    const [first, retry] = posts(api).map((r) => JSON.parse(r.body) as { metadata: { name: string } });
+    expect(retry!.metadata.name).toBe(first!.metadata.name);
+    // Its series goes to the Event under that name: the create counted as done.
+    await waitFor(() => api.requests.some((r) => r.method === 'PATCH'), 'the series written');
+    expect(api.requests.find((r) => r.method === 'PATCH')!.url).toBe(`${EVENTS}/${first!.metadata.name}`);
+    events.dispose();
+    // A first create refused as AlreadyExists is no retry of ours: not taken as done.
+    const refused = await setup(200, undefined, exists);
+    refused.events.record('Fight', 'config:10-calico.conflist:backoff', 'reverted', 'Warning');
+    refused.events.record('Fight', 'config:10-calico.conflist:backoff', 'reverted', 'Warning');
+    await refused.events.flush();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(refused.api.requests.map((r) => r.method)).toEqual(['POST']);
+    refused.events.dispose();
+  }, 20_000);
 
   it('a create the API server fails (503) is tried again later, with jitter; a refusal (403) is not', async () => {
     const { api, events } = await setup(60_000, undefined, [{ status: 503, fixture: 'forbidden.json' }, { status: 503, fixture: 'forbidden.json' }, CREATED] as Answers);

@@ -4,7 +4,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/kube/api-client.js';
-import { NodeTaint } from '../../src/kube/node-taint.js';
+import { FIRST_RETRY_MS, NodeTaint, nextRetryMs } from '../../src/kube/node-taint.js';
 import { RecordedApi, type Answers } from '../helpers/api-answers.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -46,5 +46,13 @@ describe('the startup taint', () => {
     expect(patches).toHaveLength(2);
     taint.dispose();
     expect(await taint.ready()).toBe('stopped');
+  });
+
+  it('retries double from 1 s and stop at 15 s: after an outage of any length a node is untainted at most ~18 s after the API server is back', () => {
+    const waits = [FIRST_RETRY_MS];
+    for (let i = 0; i < 20; i++) waits.push(nextRetryMs(waits.at(-1)!));
+    expect(waits.slice(0, 6)).toEqual([1_000, 2_000, 4_000, 8_000, 15_000, 15_000]);
+    // The longest wait, jittered +20%: the most a node can miss the API server's return by.
+    expect(Math.max(...waits) * 1.2).toBeLessThanOrEqual(18_000);
   });
 });
