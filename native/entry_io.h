@@ -7,7 +7,7 @@
 // agent's CPU per file). Entry names are single path components relative to a directory fd that
 // HostRoot resolved inside the host root, so plain *at syscalls with O_NOFOLLOW stay in that directory.
 // Only syscalls and byte comparisons live here; what to write, and what a stale result means, is
-// TypeScript's (fs/atomic-write.ts).
+// TypeScript's (fs/atomic-write.ts, fs/exchange.ts).
 //
 //   readEntryAt(dirfd, name, maxBytes, withXattrs, out: Float64Array(7), xattrsOut: Array) -> Buffer | undefined
 //     out: [kind, mode, uid, gid, size, mtimeMs, length], kind 0 missing, 1 symlink, 2 not a regular

@@ -1,7 +1,7 @@
 // A symlink re-created in place, so that a runtime watching its directory (containerd watches net.d
 // only) sees an event for a config whose target changed elsewhere (daemon/keepers/reconciler.ts).
 import { SYSCALL } from '../native/addon.js';
-import { UNSUPPORTED } from './atomic-write.js';
+import { UNSUPPORTED } from './exchange.js';
 import type { Dir } from './dir.js';
 import { errnoCode } from './errno.js';
 import { tempNameFor } from './temp-names.js';

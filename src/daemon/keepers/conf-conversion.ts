@@ -4,7 +4,8 @@
 import path from 'node:path';
 import { madeByConversion } from '../../cni/conflist.js';
 import { parkedLinkName, parkedLinkOriginal } from '../../cni/names.js';
-import { unlinkIfUnchanged, writeFileAtomic } from '../../fs/atomic-write.js';
+import { writeFileAtomic } from '../../fs/atomic-write.js';
+import { unlinkIfUnchanged } from '../../fs/stepwise-write.js';
 import { readEntry, type FileOwner } from '../../fs/bounded-read.js';
 import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';

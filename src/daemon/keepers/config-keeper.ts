@@ -7,7 +7,7 @@ import type { Logger } from '../../log.js';
 import type { Metrics } from '../shared/metrics.js';
 import type { PluginBinary } from '../node/plugin-binary.js';
 import type { Readiness } from '../shared/readiness.js';
-import type { SymlinkTargets } from './symlink-targets.js';
+import type { TargetsView } from './symlink-targets.js';
 
 /** What a keeper needs from the daemon. */
 export interface KeeperDeps {
@@ -36,8 +36,10 @@ export interface KeeperDeps {
 
 
 export interface ConfigKeeper {
-  /** Symlink targets whose directories the daemon watches. */
-  readonly targets: SymlinkTargets;
+  /** Symlink targets whose directories the daemon watches: read only, the keeper's passes set them. */
+  readonly targets: TargetsView;
+  /** A directory holding symlink targets was removed or replaced: the links into it, now forgotten. */
+  targetDirGone(dir: string): readonly string[];
   /** True for a net.d entry name whose events need a pass. */
   concerns(name: string): boolean;
   trigger(name: string): void;

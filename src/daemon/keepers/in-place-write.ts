@@ -2,7 +2,9 @@
 // lives (fs/atomic-write.ts), through a spare when one is ready (spares.ts), and what a write changes
 // beside the file: the book's record of it, the metrics, one log line per burst, the symlink in net.d
 // re-created so that the runtime sees its target change.
-import { landTemp, writeBytesThen, type AtomicWriteOptions, type WriteResult } from '../../fs/atomic-write.js';
+import { writeBytesThen } from '../../fs/atomic-write.js';
+import { landTemp } from '../../fs/stepwise-write.js';
+import type { AtomicWriteOptions, WriteResult } from '../../fs/write-options.js';
 import type { FileOwner } from '../../fs/bounded-read.js';
 import { contentHashOfDigest, sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';

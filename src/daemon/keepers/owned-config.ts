@@ -66,6 +66,10 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
     this.queue = new CoalescingQueue(this, 1);
   }
 
+  targetDirGone(dir: string): readonly string[] {
+    return this.targets.dropDir(dir);
+  }
+
   setNetDir(netDirOnDisk: string): void {
     this.netDirOnDisk = netDirOnDisk;
     this.targets.setNetDir(netDirOnDisk);

@@ -55,6 +55,10 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
     this.queue = new CoalescingQueue(this, DEFAULT_PASS_CONCURRENCY);
   }
 
+  targetDirGone(dir: string): readonly string[] {
+    return this.targets.dropDir(dir);
+  }
+
   /** net.d was re-resolved (re-created, or its path now leads elsewhere). */
   setNetDir(netDirOnDisk: string): void {
     this.netDirHandle.retire();

@@ -11,7 +11,8 @@
 // A spare's temp name carries the hash of the content it will replace, and its content unpatches to
 // exactly that content, so the start-up sweep removes a spare a crash left behind like any unlanded
 // patch.
-import { createTemp, type AtomicWriteOptions } from '../../fs/atomic-write.js';
+import { createTemp } from '../../fs/stepwise-write.js';
+import type { AtomicWriteOptions } from '../../fs/write-options.js';
 import type { Dir } from '../../fs/dir.js';
 import type { HostRoot } from '../../fs/host-root.js';
 

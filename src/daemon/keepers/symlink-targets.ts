@@ -79,7 +79,17 @@ function openResolved(root: HostRoot, resolved: Resolution, targets: SymlinkTarg
 
 const NO_LINKS: readonly string[] = Object.freeze([]);
 
-export class SymlinkTargets {
+/**
+ * What the layers above a keeper may ask of its symlink targets: which links an event outside net.d
+ * concerns. Only the keeper changes them, in its passes, or at targetDirGone (config-keeper.ts).
+ */
+export interface TargetsView {
+  linksTo(dir: string, name: string): readonly string[];
+  isTargetDir(dir: string): boolean;
+  targetDirs(): string[];
+}
+
+export class SymlinkTargets implements TargetsView {
   private readonly targetOf = new Map<string, string>(); // link name -> target on disk
   private readonly linksOf = new Map<string, Set<string>>(); // target on disk -> link names
   private readonly dirUse = new Map<string, number>(); // target dir -> links pointing into it
@@ -150,8 +160,15 @@ export class SymlinkTargets {
   }
 
   /** Links whose target lives in `dir`. */
-  linksInto(dir: string): string[] {
+  private linksInto(dir: string): string[] {
     return [...this.targetOf].filter(([, target]) => path.dirname(target) === dir).map(([link]) => link);
+  }
+
+  /** `dir` was removed or replaced: every link into it is forgotten (its next pass looks again), and returned. */
+  dropDir(dir: string): string[] {
+    const links = this.linksInto(dir);
+    for (const link of links) this.remove(link);
+    return links;
   }
 
   isTargetDir(dir: string): boolean {

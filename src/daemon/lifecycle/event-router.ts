@@ -125,11 +125,13 @@ export class EventRouter {
 
   private onTargetDirEvent(kind: WatchEventKind, dir: string, name: string): void {
     const { keeper } = this.deps;
-    const links = kind === 'dir-gone' ? keeper.targets.linksInto(dir) : keeper.targets.linksTo(dir, name);
+    let links: readonly string[];
     if (kind === 'dir-gone') {
       // The directory was replaced or removed: drop the dead watch and look again (re-watched by the pass).
       void this.deps.watcher.unwatch(dir);
-      for (const link of links) keeper.targets.remove(link);
+      links = keeper.targetDirGone(dir);
+    } else {
+      links = keeper.targets.linksTo(dir, name);
     }
     for (const link of links) {
       if (kind === 'create' || kind === 'modify') this.triggerWhenWritten(link);

@@ -9,7 +9,7 @@ import type { Logger } from '../../log.js';
 import type { Watcher } from '../../watch/watcher.js';
 import { watchFailureReason } from './net-dir-watch.js';
 import type { Condition, Readiness } from '../shared/readiness.js';
-import type { SymlinkTargets } from '../keepers/symlink-targets.js';
+import type { TargetsView } from '../keepers/symlink-targets.js';
 
 export class TargetDirWatches {
   /** Conditions of the directories whose watch failed, by directory on disk. */
@@ -49,7 +49,7 @@ export class TargetDirWatches {
   }
 
   /** The resync: every target directory that is not watched is tried again. */
-  retry(targets: SymlinkTargets): void {
+  retry(targets: TargetsView): void {
     for (const dir of targets.targetDirs()) if (!this.watcher.isWatching(dir)) void this.update(dir, true);
   }
 
