@@ -1,4 +1,4 @@
-// What the hostile-node tests (test/integration/hostile/) share: what the machine can do, and a few
+// What the tests of hostile inputs (beside each behaviour in test/integration/) share: what the machine can do, and a few
 // probes of files and processes.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // The stop's decision table (src/kube/stop-decision.ts, docs/design.md, Stop), row by row: what the
 // API server answered in, uninstall or keep out. Pure; the questions are asked by stop-facts.ts
-// (test/integration/stop-decision.test.ts drives both through the CLI).
+// (test/integration/stop/stop-decision.test.ts drives both through the CLI).
 import { describe, expect, it } from 'vitest';
 import { decideStop, needsAccessReview, type StopFacts } from '../../src/kube/stop-decision.js';
 

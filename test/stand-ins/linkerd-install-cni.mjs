@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A stand-in for linkerd's own CNI installer (linkerd2-proxy-init: the Go `cni-install`, and before it
 // `install-cni.sh`), written here from its documented behaviour, for the tests that switch a node
-// between it and cni-chainer (test/integration/foreign-installer.test.ts, test/cluster/helm.test.ts):
+// between it and cni-chainer (test/integration/stop/foreign-installer.test.ts, test/cluster/helm.test.ts):
 //
 // - at its start only: copies every regular file of CONTAINER_CNI_BIN_DIR into the host's bin dir
 //   (temp file and rename) and writes the kubeconfig from the service-account token;

@@ -4,16 +4,15 @@
 // written from its documented behaviour (test/stand-ins/linkerd-install-cni.mjs); the node's files are
 // sampled every 20 ms all through, by a process of its own.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DAEMONSET, POD, RecordedApi } from '../helpers/api-answers.js';
-import { repoRoot } from '../helpers/addon-path.js';
-import { pluginFile } from '../helpers/fixtures.js';
-import { NodeHost, DaemonProcess } from '../helpers/node-host.js';
-import { sampleNode, type NodeSamples } from '../helpers/node-sampler.js';
-import { waitFor } from '../helpers/wait.js';
-import { readFileSync } from 'node:fs';
+import { repoRoot } from '../../helpers/addon-path.js';
+import { DAEMONSET, POD, RecordedApi } from '../../helpers/api-answers.js';
+import { pluginFile } from '../../helpers/fixtures.js';
+import { NodeHost, DaemonProcess } from '../../helpers/node-host.js';
+import { sampleNode, type NodeSamples } from '../../helpers/node-sampler.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const CONFIG = '10-flannel.conflist';
 const STAND_IN = path.join(repoRoot, 'test', 'stand-ins', 'linkerd-install-cni.mjs');

@@ -1,6 +1,5 @@
-// Configuration and messages.
-// The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
-// (issue 7; each failed on version 0.1), or the later issue that added it.
+// Configuration mistakes and what the CLI says of them: a port in use, net.d a regular file, a config
+// name with a newline, a stalled event loop. The real CLI, the real kernel.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -4,14 +4,14 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSyn
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { planUnpatch } from '../../src/cni/conflist.js';
-import { cliFile, repoRoot } from '../helpers/addon-path.js';
-import { fixture, fixtureNames } from '../helpers/fixtures.js';
-import { NodeHost } from '../helpers/node-host.js';
-import { runProcess } from '../helpers/run-node.js';
-import { tempDir } from '../helpers/tmp.js';
-import { waitFor } from '../helpers/wait.js';
-import { itWith } from '../helpers/capability.js';
+import { planUnpatch } from '../../../src/cni/conflist.js';
+import { cliFile, repoRoot } from '../../helpers/addon-path.js';
+import { itWith } from '../../helpers/capability.js';
+import { fixture, fixtureNames } from '../../helpers/fixtures.js';
+import { NodeHost } from '../../helpers/node-host.js';
+import { runProcess } from '../../helpers/run-node.js';
+import { tempDir } from '../../helpers/tmp.js';
+import { waitFor } from '../../helpers/wait.js';
 
 describe('start-up', () => {
   it('chains every pre-existing config, upgrading .conf files, and installs binaries and kubeconfig first', async () => {

@@ -1,12 +1,12 @@
 // Reacting to what the primary CNI does while the daemon runs.
-import { closeSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { closeSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { fixture } from '../helpers/fixtures.js';
-import { NodeHost } from '../helpers/node-host.js';
-import { tempDir } from '../helpers/tmp.js';
-import { waitFor } from '../helpers/wait.js';
-import { itWith } from '../helpers/capability.js';
+import { itWith } from '../../helpers/capability.js';
+import { fixture } from '../../helpers/fixtures.js';
+import { NodeHost } from '../../helpers/node-host.js';
+import { tempDir } from '../../helpers/tmp.js';
+import { waitFor } from '../../helpers/wait.js';
 
 describe('events', () => {
   it('chains a config created by rename, and one rewritten in place', async () => {

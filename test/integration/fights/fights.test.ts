@@ -1,12 +1,25 @@
-// Spare patches and the fight rule.
-// The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
-// (issue 7; each failed on version 0.1), or the later issue that added it.
+// Fights: another writer reverting the patch. Its own schedule is never backed off; a writer that
+// reverts within milliseconds is, doubling, with one warning; Cilium's exclusive mode cannot be won.
+// The fight rule itself is unit-tested in test/daemon/fight-detector.test.ts.
+import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { fixture } from '../../helpers/fixtures.js';
 import { temps } from '../../helpers/hostile.js';
 import { freePort, metric, NodeHost, probe } from '../../helpers/node-host.js';
+import { CiliumExclusive } from '../../helpers/primaries.js';
 import { waitFor } from '../../helpers/wait.js';
+
+const CALICO = '10-calico.conflist';
+
+/** Every file of net.d that still carries the plugin, backups included. */
+function carriers(host: NodeHost): string[] {
+  return readdirSync(host.netDir).filter((n) => !n.startsWith('ZZZ') && !n.startsWith('.') && host.read(n).includes(`"${String(host.plugin.type)}"`));
+}
+
+async function readyz(port: number): Promise<{ status: number; body: string }> {
+  return probe(port, '/readyz');
+}
 
 describe('spare patches', () => {
   it('a spare left by SIGKILL is classified as our unlanded patch and swept; the file stays correct', async () => {
@@ -100,4 +113,74 @@ describe('fights', () => {
     expect(await metric(port, 'cni_chainer_patches_total')).toBeLessThan(20);
     expect(await metric(port, 'cni_chainer_fights_total')).toBe(1);
   }, 20_000);
+});
+
+describe('fights seen through /readyz and the metrics', () => {
+  it('backs off from a writer that keeps reverting the patch, warns once, and is not ready meanwhile', async () => {
+    const host = new NodeHost();
+    const port = 20_000 + ((process.pid + 7) % 20_000);
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    const original = fixture('10-aws.conflist');
+    host.put('10-aws.conflist', original);
+    // The "aws-node" of this test: whenever the plugin shows up, it writes its own version back.
+    const fighter = spawn(process.execPath, [
+      '-e',
+      `const fs = require('fs'); const f = ${JSON.stringify(host.net('10-aws.conflist'))}; const text = ${JSON.stringify(original)};
+       const end = Date.now() + 1200; let reverts = 0;
+       const t = setInterval(() => { if (Date.now() > end) { clearInterval(t); console.log(reverts); return; }
+         if (fs.readFileSync(f, 'utf8').includes('linkerd-cni')) { fs.writeFileSync(f + '.tmp', text); fs.renameSync(f + '.tmp', f); reverts++; } }, 2);`,
+    ]);
+    let reverts = '';
+    fighter.stdout.on('data', (c: Buffer) => (reverts += c.toString()));
+    const fought = new Promise((resolve) => fighter.on('close', resolve));
+    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'));
+    const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(readyz.status).toBe(503);
+    expect(await readyz.text()).toContain('10-aws.conflist: backoff');
+    await fought;
+    // Once the fighter gives up, the backoff expires and the file is chained again.
+    await waitFor(() => host.isChained('10-aws.conflist'), 'chained after the fight', 20_000);
+    const warnings = daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'));
+    expect(warnings).toHaveLength(1);
+    const patches = await metric(port, 'cni_chainer_patches_total');
+    // Without backoff every revert (one per ~2 ms for 1.2 s) would be answered by a write.
+    expect(patches).toBeLessThan(20);
+    expect(Number(reverts)).toBeGreaterThanOrEqual(3);
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toMatch(/^cni_chainer_fights_total 1$/m);
+    expect(metrics).toMatch(/^cni_chainer_backoffs_total [1-9]\d*$/m);
+  });
+});
+
+describe("Cilium's exclusive mode: a fight the agent cannot win", () => {
+  it.each(['in-place', 'owned'])('%s mode: writes capped, not ready naming cni.exclusive=false, nothing left carrying the plugin', async (mode) => {
+    const host = new NodeHost();
+    host.putFixture(CALICO);
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port), CNI_PATCH_MODE: mode, LOG_LEVEL: 'info' });
+    await waitFor(() => host.isChained(mode === 'owned' ? '10-calico-linkerd-cni.conflist' : CALICO), 'chained before Cilium starts');
+    const cilium = new CiliumExclusive(host.netDir, fixture('05-cilium.conflist'));
+    try {
+      await waitFor(async () => (await readyz(port)).body.includes('cni.exclusive=false'), 'not ready, naming the fix', 15_000);
+      // Three seconds into the fight: the writes are capped by the backoff (1 s, then 2 s, ...).
+      const before = daemon.count(mode === 'owned' ? 'owned config follows the primary' : 'chained plugin into configs');
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const during = daemon.count(mode === 'owned' ? 'owned config follows the primary' : 'chained plugin into configs') - before;
+      expect(during).toBeLessThanOrEqual(4);
+      // Not ready at any moment of the fight, also right after one of our capped writes.
+      for (let i = 0; i < 40; i++) {
+        expect((await readyz(port)).status).toBe(503);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.includes('backing off')).length).toBe(1);
+      expect(daemon.logs.items.filter((l) => l.level === 40).length).toBeLessThanOrEqual(2); // the fight's warning, and Cilium's renaming
+    } finally {
+      cilium.close();
+    }
+    expect(readdirSync(host.netDir).some((n) => n.endsWith('.cilium_bak'))).toBe(true);
+    expect((await daemon.stop()).code).toBe(0);
+    expect(carriers(host)).toEqual([]);
+    // Calico's own config, pushed aside by Cilium, is what Calico wrote.
+    expect(host.read(`${CALICO}.cilium_bak`)).toBe(fixture(CALICO));
+  }, 40_000);
 });

@@ -2,12 +2,12 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fixture } from '../helpers/fixtures.js';
-import { NodeHost } from '../helpers/node-host.js';
-import { NativeWatcher } from '../../src/watch/native.js';
-import type { WatchEvent } from '../../src/watch/watcher.js';
-import { tempDir } from '../helpers/tmp.js';
-import { Inbox, waitFor } from '../helpers/wait.js';
+import { NativeWatcher } from '../../../src/watch/native.js';
+import type { WatchEvent } from '../../../src/watch/watcher.js';
+import { fixture } from '../../helpers/fixtures.js';
+import { NodeHost } from '../../helpers/node-host.js';
+import { tempDir } from '../../helpers/tmp.js';
+import { Inbox, waitFor } from '../../helpers/wait.js';
 
 function expectLink(host: NodeHost, name: string, text: string): void {
   expect(lstatSync(host.net(name)).isSymbolicLink()).toBe(true);

@@ -5,8 +5,8 @@ import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { itWith } from '../../helpers/capability.js';
-import { canMount } from '../../helpers/hostile.js';
 import { fixture } from '../../helpers/fixtures.js';
+import { canMount } from '../../helpers/hostile.js';
 import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 

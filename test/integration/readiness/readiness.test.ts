@@ -1,6 +1,5 @@
-// Readiness that never lies, whatever the node does.
-// The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
-// (issue 7; each failed on version 0.1), or the later issue that added it.
+// Readiness that never lies, whatever the node does: /readyz is 200 only when every config the
+// runtime may load is chained and the watch is live. The real CLI, the real kernel.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -149,7 +148,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('the plugin binary chmod-ed or touched after a chain: the next config waits for its reinstall (issue 33: the bin dir is watched with IN_ATTRIB, not looked at for every write)', async () => {
+  it('the plugin binary chmod-ed or touched after a chain: the next config waits for its reinstall (the bin dir is watched with IN_ATTRIB, not looked at for every write)', async () => {
     // No resync: only the bin dir's events can tell the agent.
     const { host, port, daemon } = await readyNode({ RESYNC_INTERVAL_S: '0' });
     const binary = path.join(host.binDir, 'linkerd-cni');
@@ -169,7 +168,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('the bin dir moved away and made anew: the binary is put into the new one, and a chmod there is seen (issue 33)', async () => {
+  it('the bin dir moved away and made anew: the binary is put into the new one, and a chmod there is seen', async () => {
     const { host, port, daemon } = await readyNode({ RESYNC_INTERVAL_S: '0' });
     // A watch follows the inode: the one on the old bin dir would hear nothing of the new one. The new
     // one takes the path in one step (RENAME_EXCHANGE), so there is always a bin dir to install into.
@@ -182,7 +181,7 @@ describe('readiness that never lies', () => {
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
 
-  it('a parent of the bin dir swapped for a link elsewhere: the resync watches the new bin dir before the binary is trusted there (issue 33)', async () => {
+  it('a parent of the bin dir swapped for a link elsewhere: the resync watches the new bin dir before the binary is trusted there', async () => {
     const { host, port, daemon } = await readyNode({ RESYNC_INTERVAL_S: '2' });
     // The bin dir's inode does not move (its parent does): no event, only the resync can tell.
     const cni = path.dirname(host.binDir);

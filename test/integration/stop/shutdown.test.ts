@@ -1,12 +1,11 @@
-// Shutdown, ownership across overlapping pods, crashes, fights, token rotation, uninstall and check.
+// Shutdown, crashes mid-storm, uninstall and check, through the real CLI.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
-import { fixture } from '../helpers/fixtures.js';
-import { freePort, metric, NodeHost } from '../helpers/node-host.js';
-import { waitFor } from '../helpers/wait.js';
+import { fixture } from '../../helpers/fixtures.js';
+import { NodeHost } from '../../helpers/node-host.js';
+import { waitFor } from '../../helpers/wait.js';
 
 describe('shutdown', () => {
   it('SIGTERM removes the plugin from every config, the kubeconfig and the binaries, and exits 0', async () => {
@@ -101,81 +100,6 @@ describe('shutdown', () => {
     // A restart chains whatever the killed instance had not reached yet.
     await host.started();
     await waitFor(() => configs.every((n) => host.isChained(n)), 'all chained after restart');
-  });
-});
-
-describe('fights', () => {
-  it('backs off from a writer that keeps reverting the patch, warns once, and is not ready meanwhile', async () => {
-    const host = new NodeHost();
-    const port = 20_000 + ((process.pid + 7) % 20_000);
-    const daemon = await host.started({ HEALTH_PORT: String(port) });
-    const original = fixture('10-aws.conflist');
-    host.put('10-aws.conflist', original);
-    // The "aws-node" of this test: whenever the plugin shows up, it writes its own version back.
-    const fighter = spawn(process.execPath, [
-      '-e',
-      `const fs = require('fs'); const f = ${JSON.stringify(host.net('10-aws.conflist'))}; const text = ${JSON.stringify(original)};
-       const end = Date.now() + 1200; let reverts = 0;
-       const t = setInterval(() => { if (Date.now() > end) { clearInterval(t); console.log(reverts); return; }
-         if (fs.readFileSync(f, 'utf8').includes('linkerd-cni')) { fs.writeFileSync(f + '.tmp', text); fs.renameSync(f + '.tmp', f); reverts++; } }, 2);`,
-    ]);
-    let reverts = '';
-    fighter.stdout.on('data', (c: Buffer) => (reverts += c.toString()));
-    const fought = new Promise((resolve) => fighter.on('close', resolve));
-    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'));
-    const readyz = await fetch(`http://127.0.0.1:${port}/readyz`);
-    expect(readyz.status).toBe(503);
-    expect(await readyz.text()).toContain('10-aws.conflist: backoff');
-    await fought;
-    // Once the fighter gives up, the backoff expires and the file is chained again.
-    await waitFor(() => host.isChained('10-aws.conflist'), 'chained after the fight', 20_000);
-    const warnings = daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('another writer reverts the plugin'));
-    expect(warnings).toHaveLength(1);
-    const patches = await metric(port, 'cni_chainer_patches_total');
-    // Without backoff every revert (one per ~2 ms for 1.2 s) would be answered by a write.
-    expect(patches).toBeLessThan(20);
-    expect(Number(reverts)).toBeGreaterThanOrEqual(3);
-    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).toMatch(/^cni_chainer_fights_total 1$/m);
-    expect(metrics).toMatch(/^cni_chainer_backoffs_total [1-9]\d*$/m);
-  });
-});
-
-describe('kubeconfig', () => {
-  it('is rewritten when the service-account token rotates (..data swap)', async () => {
-    const host = new NodeHost({ token: false });
-    // The kubelet's layout: ..data -> ..<timestamp>/, token -> ..data/token.
-    const sa = host.saDir;
-    mkdirSync(path.join(sa, '..2026_12_02_01'));
-    writeFileSync(path.join(sa, '..2026_12_02_01', 'token'), 'first-token');
-    writeFileSync(path.join(sa, '..2026_12_02_01', 'ca.crt'), 'CA1');
-    symlinkSync('..2026_12_02_01', path.join(sa, '..data'));
-    symlinkSync('..data/token', path.join(sa, 'token'));
-    symlinkSync('..data/ca.crt', path.join(sa, 'ca.crt'));
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port) });
-    const kubeconfig = () => parse(readFileSync(host.net('ZZZ-linkerd-cni-kubeconfig'), 'utf8'));
-    expect(kubeconfig().users[0].user.token).toBe('first-token');
-    mkdirSync(path.join(sa, '..2026_12_02_02'));
-    writeFileSync(path.join(sa, '..2026_12_02_02', 'token'), 'second-token');
-    writeFileSync(path.join(sa, '..2026_12_02_02', 'ca.crt'), 'CA1');
-    symlinkSync('..2026_12_02_02', path.join(sa, '..data_tmp'));
-    renameSync(path.join(sa, '..data_tmp'), path.join(sa, '..data'));
-    await waitFor(() => kubeconfig().users[0].user.token === 'second-token', 'kubeconfig with the new token');
-    expect(kubeconfig().clusters[0].cluster['certificate-authority-data']).toBe(Buffer.from('CA1').toString('base64'));
-    // Written once at start and once for the new token: the rotation's several events make one write.
-    await new Promise((r) => setTimeout(r, 500));
-    expect(await metric(port, 'cni_chainer_kubeconfig_writes_total')).toBe(2);
-    await daemon.stop();
-  });
-
-  it('is written back when deleted, and uses brackets for an IPv6 API server', async () => {
-    const host = new NodeHost();
-    await host.started({ KUBERNETES_SERVICE_HOST: 'fd00:10:96::1' });
-    const file = host.net('ZZZ-linkerd-cni-kubeconfig');
-    expect(parse(readFileSync(file, 'utf8')).clusters[0].cluster.server).toBe('https://[fd00:10:96::1]:443');
-    await import('node:fs').then((fs) => fs.rmSync(file));
-    await waitFor(() => existsSync(file), 'kubeconfig back');
   });
 });
 

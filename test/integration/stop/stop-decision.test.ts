@@ -6,11 +6,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ACCESS_REVIEW, DAEMONSET, NODE, POD, RecordedApi, TOKEN_REQUEST, tokenAnswer, type Answers } from '../helpers/api-answers.js';
-import { fixture } from '../helpers/fixtures.js';
-import { NodeHost, type DaemonProcess } from '../helpers/node-host.js';
-import { nodeToken, podToken } from '../helpers/tokens.js';
-import { waitFor } from '../helpers/wait.js';
+import { ACCESS_REVIEW, DAEMONSET, NODE, POD, RecordedApi, TOKEN_REQUEST, tokenAnswer, type Answers } from '../../helpers/api-answers.js';
+import { fixture } from '../../helpers/fixtures.js';
+import { NodeHost, type DaemonProcess } from '../../helpers/node-host.js';
+import { nodeToken, podToken } from '../../helpers/tokens.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const CONFIG = '10-flannel.conflist';
 const KUBECONFIG = 'ZZZ-linkerd-cni-kubeconfig';

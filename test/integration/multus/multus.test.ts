@@ -1,23 +1,18 @@
-// Neighbours as they really behave (test/helpers/primaries.ts): Multus thick and thin, Cilium's
-// exclusive mode, an image without the plugin binary. The real CLI on real files and inotify.
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+// Multus thick and thin as they really behave (test/helpers/primaries.ts): the primary they name is
+// chained, never Multus itself. The real CLI on real files and inotify.
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fixture } from '../helpers/fixtures.js';
-import { freePort, metric, NodeHost, probe } from '../helpers/node-host.js';
-import { CiliumExclusive, multusThick, multusThin, writeInPlace, writeRenamedIn } from '../helpers/primaries.js';
-import { waitFor } from '../helpers/wait.js';
+import { fixture } from '../../helpers/fixtures.js';
+import { freePort, metric, NodeHost, probe } from '../../helpers/node-host.js';
+import { multusThick, multusThin, writeInPlace, writeRenamedIn } from '../../helpers/primaries.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const CALICO = '10-calico.conflist';
 
 /** How often the plugin's type appears in a file (once per chain that runs it). */
 function pluginEntries(host: NodeHost, file: string): number {
   return host.read(file).split(`"type": "${String(host.plugin.type)}"`).length - 1;
-}
-
-/** Every file of net.d that still carries the plugin, backups included. */
-function carriers(host: NodeHost): string[] {
-  return readdirSync(host.netDir).filter((n) => !n.startsWith('ZZZ') && !n.startsWith('.') && host.read(n).includes(`"${String(host.plugin.type)}"`));
 }
 
 async function readyz(port: number): Promise<{ status: number; body: string }> {
@@ -147,127 +142,5 @@ describe('Multus thin: the primary embedded in delegates', () => {
     expect(host.read(CALICO)).toBe(fixture(CALICO));
     expect((await daemon.stop()).code).toBe(0);
     expect(host.read('00-multus.conf')).toBe(thin);
-  });
-});
-
-describe("Cilium's exclusive mode: a fight the agent cannot win", () => {
-  it.each(['in-place', 'owned'])('%s mode: writes capped, not ready naming cni.exclusive=false, nothing left carrying the plugin', async (mode) => {
-    const host = new NodeHost();
-    host.putFixture(CALICO);
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port), CNI_PATCH_MODE: mode, LOG_LEVEL: 'info' });
-    await waitFor(() => host.isChained(mode === 'owned' ? '10-calico-linkerd-cni.conflist' : CALICO), 'chained before Cilium starts');
-    const cilium = new CiliumExclusive(host.netDir, fixture('05-cilium.conflist'));
-    try {
-      await waitFor(async () => (await readyz(port)).body.includes('cni.exclusive=false'), 'not ready, naming the fix', 15_000);
-      // Three seconds into the fight: the writes are capped by the backoff (1 s, then 2 s, ...).
-      const before = daemon.count(mode === 'owned' ? 'owned config follows the primary' : 'chained plugin into configs');
-      await new Promise((resolve) => setTimeout(resolve, 3_000));
-      const during = daemon.count(mode === 'owned' ? 'owned config follows the primary' : 'chained plugin into configs') - before;
-      expect(during).toBeLessThanOrEqual(4);
-      // Not ready at any moment of the fight, also right after one of our capped writes.
-      for (let i = 0; i < 40; i++) {
-        expect((await readyz(port)).status).toBe(503);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-      expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.includes('backing off')).length).toBe(1);
-      expect(daemon.logs.items.filter((l) => l.level === 40).length).toBeLessThanOrEqual(2); // the fight's warning, and Cilium's renaming
-    } finally {
-      cilium.close();
-    }
-    expect(readdirSync(host.netDir).some((n) => n.endsWith('.cilium_bak'))).toBe(true);
-    expect((await daemon.stop()).code).toBe(0);
-    expect(carriers(host)).toEqual([]);
-    // Calico's own config, pushed aside by Cilium, is what Calico wrote.
-    expect(host.read(`${CALICO}.cilium_bak`)).toBe(fixture(CALICO));
-  }, 40_000);
-});
-
-describe('an image without the plugin binary', () => {
-  it.each(['in-place', 'owned'])('%s mode: chains nothing, not ready naming the file and CONTAINER_CNI_BIN_DIR; check agrees', async (mode) => {
-    const host = new NodeHost();
-    (await import('node:fs')).rmSync(path.join(host.containerBin, 'linkerd-cni'));
-    writeFileSync(path.join(host.containerBin, 'other-plugin'), '#!/bin/sh\n', { mode: 0o755 });
-    host.putFixture(CALICO);
-    const port = await freePort();
-    const env = { HEALTH_PORT: String(port), CNI_PATCH_MODE: mode };
-    const daemon = await host.started(env);
-    const r = await readyz(port);
-    expect(r.status).toBe(503);
-    expect(r.body).toContain('linkerd-cni is not in CONTAINER_CNI_BIN_DIR');
-    host.put(CALICO, fixture(CALICO).replace('"mtu": 0', '"mtu": 1'));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(carriers(host)).toEqual([]);
-    const check = await host.cli(['check'], env);
-    expect(check.code).toBe(1);
-    expect(check.stdout).toContain('not in CONTAINER_CNI_BIN_DIR');
-    await daemon.stop();
-  });
-
-  it('a binary that went missing on the host is put back before any config is chained again', async () => {
-    const host = new NodeHost();
-    host.putFixture(CALICO);
-    const daemon = await host.started();
-    await waitFor(() => host.isChained(CALICO), 'chained');
-    const binary = path.join(host.binDir, 'linkerd-cni');
-    writeFileSync(binary, 'not the plugin'); // replaced in place by someone else
-    await waitFor(() => readFileSync(binary, 'utf8') === readFileSync(path.join(host.containerBin, 'linkerd-cni'), 'utf8'), 'reinstalled');
-    host.put(CALICO, fixture(CALICO).replace('"mtu": 0', '"mtu": 2'));
-    await waitFor(() => host.isChained(CALICO) && host.read(CALICO).includes('"mtu": 2'), 're-chained with the binary back');
-    await daemon.stop();
-  });
-});
-
-describe('a quiet idle node', () => {
-  it('no inotify event in net.d while nothing changes, with a standby beside the owner and resyncs every second', async () => {
-    const host = new NodeHost();
-    host.putFixture(CALICO);
-    const owner = await host.started({ RESYNC_INTERVAL_S: '1' });
-    const standby = await host.started({ RESYNC_INTERVAL_S: '1' });
-    await owner.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
-    await waitFor(() => host.isChained(CALICO), 'chained');
-    await new Promise((resolve) => setTimeout(resolve, 300)); // the start's own writes are done
-    // fs.watch is inotify: IN_ATTRIB, IN_CREATE, IN_MODIFY, IN_DELETE and the moves, what containerd,
-    // CRI-O and Cilium react to. Earlier versions touched the owner file every 2 s.
-    const events: string[] = [];
-    const watcher = (await import('node:fs')).watch(host.netDir, (kind, name) => events.push(`${kind} ${String(name)}`));
-    await new Promise((resolve) => setTimeout(resolve, 4_500));
-    watcher.close();
-    expect(events).toEqual([]);
-    expect(standby.count('the instance that had taken over this node is gone')).toBe(0);
-    await standby.stop();
-    await owner.stop();
-  }, 20_000);
-});
-
-describe("linkerd-cni's interface mode: 01-linkerd-cni.conf, the plugin alone", () => {
-  const leftover = (type: string) => `{"cniVersion":"0.3.1","name":"linkerd-cni","type":${JSON.stringify(type)},"log_level":"info","kubernetes":{"kubeconfig":"/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig"}}\n`;
-
-  it("goes, as linkerd's installer deleted it: never converted into a conflist that sorts first; ready, and check agrees", async () => {
-    const host = new NodeHost();
-    host.putFixture(CALICO);
-    host.put('01-linkerd-cni.conf', leftover(String(host.plugin.type)));
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port) });
-    await waitFor(() => !existsSync(host.net('01-linkerd-cni.conf')), 'the leftover removed');
-    await waitFor(() => host.isChained(CALICO), 'the primary chained');
-    expect(existsSync(host.net('01-linkerd-cni.conflist'))).toBe(false);
-    await waitFor(async () => (await readyz(port)).status === 200, 'ready');
-    expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith("removed linkerd-cni's interface-mode config"))).toHaveLength(1);
-    expect((await host.cli(['check'])).code).toBe(0);
-    expect((await daemon.stop()).code).toBe(0);
-  });
-
-  it('under any other name, or of another content, is left as it is: not ready, saying why', async () => {
-    const host = new NodeHost();
-    host.putFixture(CALICO);
-    host.put('05-linkerd-only.conf', leftover(String(host.plugin.type)));
-    const port = await freePort();
-    const daemon = await host.started({ HEALTH_PORT: String(port) });
-    await waitFor(async () => (await readyz(port)).body.includes('05-linkerd-only.conf: error (a config of the chained plugin alone is no network'), 'not ready, naming it');
-    expect(host.read('05-linkerd-only.conf')).toBe(leftover(String(host.plugin.type)));
-    expect(existsSync(host.net('05-linkerd-only.conflist'))).toBe(false);
-    expect((await daemon.stop()).code).toBe(0);
-    expect(host.read('05-linkerd-only.conf')).toBe(leftover(String(host.plugin.type)));
   });
 });

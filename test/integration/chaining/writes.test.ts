@@ -4,15 +4,15 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parsePlugin } from '../../src/cni/chained-plugin.js';
-import { planPatch } from '../../src/cni/conflist.js';
-import { nameHash } from '../../src/fs/temp-names.js';
-import { addon } from '../../src/native/addon.js';
-import { fixture, pluginText } from '../helpers/fixtures.js';
-import { NodeHost } from '../helpers/node-host.js';
-import { tempDir } from '../helpers/tmp.js';
-import { waitFor } from '../helpers/wait.js';
-import { skipOrFail } from '../helpers/capability.js';
+import { parsePlugin } from '../../../src/cni/chained-plugin.js';
+import { planPatch } from '../../../src/cni/conflist.js';
+import { nameHash } from '../../../src/fs/temp-names.js';
+import { addon } from '../../../src/native/addon.js';
+import { skipOrFail } from '../../helpers/capability.js';
+import { fixture, pluginText } from '../../helpers/fixtures.js';
+import { NodeHost } from '../../helpers/node-host.js';
+import { tempDir } from '../../helpers/tmp.js';
+import { waitFor } from '../../helpers/wait.js';
 
 /** Every file below `dir` with its content hash (symlinks by their text), for "nothing changed here". */
 function snapshot(dir: string): Record<string, string> {

@@ -4,10 +4,10 @@
 import { chmodSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, NodeHost, probe } from '../helpers/node-host.js';
-import { waitFor } from '../helpers/wait.js';
-import { runProcess } from '../helpers/run-node.js';
-import { cliFile } from '../helpers/addon-path.js';
+import { cliFile } from '../../helpers/addon-path.js';
+import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+import { runProcess } from '../../helpers/run-node.js';
+import { waitFor } from '../../helpers/wait.js';
 
 // Root passes any permission check while it holds CAP_DAC_OVERRIDE (and CAP_DAC_READ_SEARCH): without
 // them, as the deployment runs, a mode-000 net.d cannot be read.

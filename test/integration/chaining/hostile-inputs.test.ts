@@ -1,14 +1,13 @@
-// A hostile or broken node: hangs, crashes, limits, memory.
-// The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
-// (issue 7; each failed on version 0.1), or the later issue that added it.
+// Chaining on a hostile or broken node: FIFOs and devices where files should be, descriptor and
+// memory limits, huge and numerous configs, a stop while V8 still compiles. The real CLI, the real kernel.
 import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { IN } from '../../../src/native/addon.js';
-import { InotifyWatcher, type RawInotifyEvent } from '../../helpers/inotify.js';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
 import { canUnshare, mkfifo, peakRssMiB, putMegabyteConfigs, temps } from '../../helpers/hostile.js';
+import { InotifyWatcher, type RawInotifyEvent } from '../../helpers/inotify.js';
 import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 

@@ -2,11 +2,11 @@
 // runtime, holds the primary's config with the plugin appended.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { addon } from '../../src/native/addon.js';
 import { describe, expect, it } from 'vitest';
-import { fixture } from '../helpers/fixtures.js';
-import { freePort, NodeHost, probe } from '../helpers/node-host.js';
-import { waitFor } from '../helpers/wait.js';
+import { addon } from '../../../src/native/addon.js';
+import { fixture } from '../../helpers/fixtures.js';
+import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+import { waitFor } from '../../helpers/wait.js';
 
 // The copy is named after the primary it follows (names.ts ownedNameFor).
 const OWNED = '10-calico-linkerd-cni.conflist';

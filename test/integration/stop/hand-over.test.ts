@@ -1,6 +1,5 @@
-// Nodes never left broken: upgrades, rollbacks, stops that cannot finish.
-// The real CLI, the real kernel: each test names the item of the lifecycle issue it reproduces
-// (issue 7; each failed on version 0.1), or the later issue that added it.
+// Hand-overs between instances that never leave the node broken: upgrades, rollbacks, an owner
+// record nobody holds, stops that cannot finish. The real CLI, the real kernel.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,8 +1,8 @@
 // The README's first command must keep working: the demo runs end to end.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot } from '../helpers/addon-path.js';
-import { runProcess } from '../helpers/run-node.js';
+import { repoRoot } from '../../helpers/addon-path.js';
+import { runProcess } from '../../helpers/run-node.js';
 
 describe('npm run demo', () => {
   it('chains, checks and cleans up a scratch node', async () => {
