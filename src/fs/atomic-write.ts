@@ -51,7 +51,12 @@ function writeBytes(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteO
  * outlive a scavenge and be promoted (docs/performance.md).
  */
 export function writeBytesThen(dir: Dir, name: string, bytes: Buffer, options: AtomicWriteOptions, done: Done<WriteResult>): void {
-  const { expect } = options;
+  const { expect, prepared } = options;
+  if (prepared !== undefined) {
+    // Made and fsynced beforehand: steps (3) to (5) are left, the same landing and give-back.
+    tellWhenSettled(landTemp(dir, prepared, name, options, bytes), done);
+    return;
+  }
   const landing = options.noReplace === true ? LANDING.noReplace : expect === undefined ? LANDING.rename : exchangeSupported() ? LANDING.exchange : undefined;
   if (landing === undefined) {
     // No RENAME_EXCHANGE here (found out earlier): the step-by-step path re-checks and renames.

@@ -18,6 +18,11 @@ export interface AtomicWriteOptions {
   mtime?: Date;
   /** contentHash(expect), when the caller has it already (it names the temp file). */
   expectHash?: string;
+  /**
+   * A temp file already made with these bytes and options (createTemp: a spare, daemon/keepers/spares.ts):
+   * only its landing is left to do.
+   */
+  prepared?: string;
 }
 
 /** Fills the temp file itself (a streamed copy), instead of a buffer held in memory. */

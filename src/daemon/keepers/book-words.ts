@@ -9,6 +9,7 @@ export const IN_PLACE_WORDS: BookWords = {
   reverted: 'patch reverted',
   written: 'patch written',
   failed: 'patching config failed',
+  chainedBurst: 'chained plugin into configs',
 };
 
 export const OWNED_WORDS: BookWords = {
@@ -17,4 +18,5 @@ export const OWNED_WORDS: BookWords = {
   reverted: 'removed, renamed or reverted',
   written: 'written',
   failed: 'writing the owned config failed',
+  chainedBurst: 'owned config written',
 };

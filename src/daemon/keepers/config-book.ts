@@ -10,10 +10,11 @@
 // disk): what we last wrote there and the fight rule's state, in one record (records.ts), and, once
 // the file is gone, how long that is still kept (gone-paths.ts).
 import type { Logger } from '../../log.js';
+import { BurstLog } from './burst-log.js';
 import type { Metrics } from '../shared/metrics.js';
 import { DEFAULT_FIGHT_POLICY, FIGHT_CAUSE, FightDetector } from './fight-detector.js';
 import { GonePaths } from './gone-paths.js';
-import type { PassOutcome } from './pass-outcome.js';
+import type { Landed, PassOutcome } from './pass-outcome.js';
 import type { ConfigStatus, Readiness } from '../shared/readiness.js';
 import { Records, type ConfigEntry, type FileRecord } from './records.js';
 
@@ -33,6 +34,8 @@ export interface BookWords {
   written: string;
   /** The error logged when a pass throws. */
   failed: string;
+  /** The info line that sums up a burst of patches landed (one line, not one per file). */
+  chainedBurst: string;
 }
 
 export interface ConfigBookDeps {
@@ -52,6 +55,8 @@ export class ConfigBook {
   private readonly records = new Records();
   private readonly fights: FightDetector;
   private readonly gone: GonePaths;
+  /** One info line per burst of patches: a storm of 1,000 configs would otherwise cost 1,000 synchronous log writes. */
+  private readonly burst: BurstLog;
   /** The round of statuses (owned mode's sweep): each config's entry says the round it was last set in. */
   private round = 0;
 
@@ -62,6 +67,7 @@ export class ConfigBook {
   ) {
     this.fights = new FightDetector(DEFAULT_FIGHT_POLICY, deps.now);
     this.gone = new GonePaths(this.fights.policy.calmMs, deps.now);
+    this.burst = new BurstLog((count, sample) => deps.log.info({ count, files: sample }, words.chainedBurst));
   }
 
   // --- per config ---
@@ -73,6 +79,7 @@ export class ConfigBook {
         this.chained(name);
         return;
       case 'written':
+        if (outcome.landed !== undefined) this.landed(outcome.fileKey, outcome.landed);
         if (!this.fights.unsettled(this.records.file(outcome.fileKey))) this.chained(name);
         else this.backoff(name, `${this.words.written} in a fight (${FIGHT_CAUSE}); checking that it holds`, this.fights.settleMs + 1);
         return;
@@ -84,12 +91,20 @@ export class ConfigBook {
         this.set(name, outcome.status, outcome.detail);
         return;
       case 'backoff':
+        if (outcome.fightStartedMs > 0) {
+          this.deps.metrics.fights.inc();
+          this.deps.log.warn({ file: name, backoffMs: outcome.fightStartedMs }, this.words.fightStarted);
+        }
+        this.deps.log.debug({ file: name, backoffMs: outcome.retryMs }, 'backing off');
+        this.deps.metrics.backoffs.inc();
         this.backoff(name, outcome.detail, outcome.retryMs);
         return;
       case 'gone':
+        if (outcome.removed !== undefined) this.deps.log.warn({ file: outcome.removed.file }, outcome.removed.why);
         this.forgetConfig(name);
         return;
       case 'again':
+        if (outcome.staleWrite) this.deps.metrics.staleWrites.inc();
         this.noStatus(name);
         this.passes.trigger(name);
         return;
@@ -173,9 +188,10 @@ export class ConfigBook {
     for (const [name, entry] of this.records.configEntries()) if (entry.round !== undefined && entry.round !== this.round) this.forgetConfig(name);
   }
 
-  /** Stop: no retry fires any more. */
+  /** Stop: no retry fires any more, and the burst's line is written now. */
   stop(): void {
     this.records.cancelRetries();
+    this.burst.flush();
   }
 
   private set(name: string, status: ConfigStatus, detail?: string): ConfigEntry {
@@ -197,6 +213,16 @@ export class ConfigBook {
     // A config that does not parse is counted once per content, as it is logged.
     if (status === 'invalid') this.deps.metrics.parseErrors.inc();
     this.deps.log.warn({ file: name, status, detail }, this.words.problem);
+  }
+
+  /** A patch this pass landed: recorded (for the fight rule and our own write's event), counted, logged. */
+  private landed(fileKey: string, landed: Landed): void {
+    this.wrote(fileKey, landed.digest);
+    this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - landed.since) / 1e9);
+    this.deps.metrics.patches.inc();
+    // One line per file at debug; at info, one summary per burst.
+    this.deps.log.debug({ file: landed.name, target: landed.target, spare: landed.spare }, 'chained plugin into config');
+    this.burst.add(landed.name);
   }
 
   /** A fight's status: on /readyz, not logged (the fight's one warning says it). */
@@ -253,19 +279,15 @@ export class ConfigBook {
   }
 
   /**
-   * The fight rule, about to write the file of `record` (config `name`) again (`reverted`: what is
-   * there replaced a write of ours). A backoff outcome while it says wait; undefined: write now.
+   * The fight rule, about to write the file of `record` again (`reverted`: what is there replaced a
+   * write of ours): a backoff outcome while it says wait (the book logs and counts it when applied);
+   * undefined: write now. The rule's state moves here, in the record it keeps (fight-detector.ts).
    */
-  beforeRewrite(name: string, record: FileRecord | undefined, reverted: boolean): PassOutcome | undefined {
+  fightRule(record: FileRecord | undefined, reverted: boolean): PassOutcome | undefined {
     const verdict = this.fights.beforeRewrite(record, reverted);
-    if (verdict.fightStarted) {
-      this.deps.metrics.fights.inc();
-      this.deps.log.warn({ file: name, backoffMs: verdict.startedBackoffMs }, this.words.fightStarted);
-    }
     if (verdict.waitMs === 0) return undefined;
-    this.deps.log.debug({ file: name, backoffMs: verdict.waitMs }, 'backing off');
-    this.deps.metrics.backoffs.inc();
-    return { kind: 'backoff', detail: `${this.words.reverted} within milliseconds of each write (${FIGHT_CAUSE}); next try in ${verdict.waitMs} ms`, retryMs: verdict.waitMs };
+    const detail = `${this.words.reverted} within milliseconds of each write (${FIGHT_CAUSE}); next try in ${verdict.waitMs} ms`;
+    return { kind: 'backoff', detail, retryMs: verdict.waitMs, fightStartedMs: verdict.fightStarted ? verdict.startedBackoffMs : 0 };
   }
 
   /** `fileKey` is there: what is kept for it lives as long as the file does. */

@@ -1,7 +1,8 @@
 // Step (1) of a pass for the names that are not a plain file in net.d (in-place-pass.ts): a parked
 // `.conf` link, a symlink (its target, opened inside the host root), a name CNI_CONF_SUFFIXES leaves
 // out, and a meta-plugin's delegate named by path. Each finds the file behind the name, read, or the
-// outcome that says why there is none (pass-outcome.ts).
+// outcome that says why there is none (pass-outcome.ts), or, for a stale parked link, its removal
+// (pass-effects.ts).
 import type { Stats } from 'node:fs';
 import { delegationProblem, type Delegation } from '../../cni/meta-plugin.js';
 import { conflistName } from '../../cni/names.js';
@@ -12,6 +13,7 @@ import { parkedLinkSuperseded } from './parked-link.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { TRANSIENT_RETRY_MS } from './config-book.js';
 import { GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcome.js';
+import type { UnlinkJob } from './pass-effects.js';
 import { openDelegate, openLinkTarget, type SymlinkTargets } from './symlink-targets.js';
 
 /**
@@ -54,17 +56,16 @@ export interface SourceContext {
  * from its target follows the target. When the primary has put a new `X.conf` in place meanwhile,
  * that one is what counts, and the parked link goes.
  */
-export function findParked(keeper: SourceContext, netDir: Dir, parked: string, original: string): Found | PassOutcome {
+export function findParked(keeper: SourceContext, netDir: Dir, parked: string, original: string): Found | PassOutcome | UnlinkJob {
   const link = netDir.lstat(parked);
   if (link === undefined || !link.isSymbolicLink()) return GONE;
   const superseded = parkedLinkSuperseded(netDir, original, keeper.deps.plugin.type, keeper.deps.config.maxConfigBytes);
   if (superseded === undefined) return findLinked(keeper, netDir, parked);
-  // The stale link goes; what took its place is the config now, chained by its own pass. A primary's
-  // own conflist is so never written over by a conversion, nor deleted by a stop.
-  if (superseded === 'conflist') keeper.deps.log.warn({ link: parked, file: conflistName(original) }, 'removed a stale converted .conf link: the primary has written its own conflist since');
-  keeper.targets.remove(parked);
-  netDir.unlinkExisting([parked]);
-  return superseded === 'conflist' ? GONE : UNCHANGED;
+  // The stale link goes (the executor removes it, and the link is forgotten as gone); what took its
+  // place is the config now, chained by its own pass. A primary's own conflist is so never written
+  // over by a conversion, nor deleted by a stop.
+  const removed = superseded === 'conflist' ? { file: parked, why: `removed a stale converted .conf link: the primary has written its own conflist (${conflistName(original)}) since` } : undefined;
+  return { kind: 'unlink', dir: netDir, name: parked, expect: undefined, then: { kind: 'gone', rescan: false, removed } };
 }
 
 /** A config that is a symlink: its target is patched where it lives, opened inside the root. */

@@ -1,8 +1,9 @@
 // Steps (1) to (3) of an in-place pass (reconciler.ts): what one pass decides for a config name. It
-// classifies the name, reads the file behind it and decides: an outcome, the write that is due (the
-// pass starts it, in-place-write.ts), or, where more than a write is waited on (a conversion, a file
-// opened outside net.d), a promise of an outcome. No promise on the storm's path: a storm's passes
-// wait on the pool 128 at once, and what each holds outlives a scavenge (docs/performance.md).
+// classifies the name, reads the file behind it and decides (pass-effects.ts): an outcome, the write
+// or removal that is due (the executor carries it out, pass-executor.ts), or, where more than one
+// write is waited on (a conversion, a file opened outside net.d), a promise of an outcome. It writes,
+// removes, records and logs nothing itself: what a pass changes beyond the file it reads is data in
+// its outcome (pass-outcome.ts), applied by the book.
 import { planPatch } from '../../cni/conflist.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { conflistName, isConfigName, parkedLinkOriginal } from '../../cni/names.js';
@@ -14,22 +15,12 @@ import { convertConf, type ConversionContext } from './conf-conversion.js';
 import type { ConfigBook } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { findDelegate, findLinked, findParked, notOurs, plainSource, unreadable, type Found, type Source, type SourceContext } from './config-sources.js';
-import type { InPlaceWriter, PatchJob } from './in-place-write.js';
+import type { Decision, UnlinkJob } from './pass-effects.js';
+import type { PassExecutor } from './pass-executor.js';
 import type { MetaDelegates } from './meta-delegates.js';
-import { CHAINED, GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcome.js';
+import { CHAINED, GONE, problem, quiet, written, type PassOutcome } from './pass-outcome.js';
 import { PrimaryScope } from './primary-scope.js';
 import type { SymlinkTargets } from './symlink-targets.js';
-
-/** What a pass's synchronous part comes to: an outcome, the write it decided, or a promise of an outcome. */
-export type Decision = PassOutcome | PatchJob | Promise<PassOutcome>;
-
-/** What a pass needs of its keeper beyond the parts it shares. */
-export interface PassKeeper {
-  /** No config by this name any more. */
-  forget(name: string): void;
-  /** Lists net.d again and triggers a pass of every config (primary scope, once the loaded file went). */
-  scan(): number;
-}
 
 export class InPlacePass {
   private readonly conversion: ConversionContext;
@@ -39,10 +30,9 @@ export class InPlacePass {
 
   constructor(
     private readonly deps: KeeperDeps,
-    private readonly keeper: PassKeeper,
     private readonly book: ConfigBook,
     private readonly targets: SymlinkTargets,
-    private readonly writer: InPlaceWriter,
+    private readonly executor: PassExecutor,
     private readonly inFlight: BytesInFlight,
     private readonly metaDelegates: MetaDelegates,
   ) {
@@ -51,7 +41,7 @@ export class InPlacePass {
     this.primaryScope = new PrimaryScope(deps.config.suffixes);
   }
 
-  /** The pass's synchronous part: an outcome, the write it decided, or a promise of an outcome. */
+  /** The pass's synchronous part: what it decided (pass-effects.ts). */
   start(netDir: Dir, name: string): Decision {
     const { config } = this.deps;
     // (1) classify
@@ -66,14 +56,11 @@ export class InPlacePass {
         if (config.scope === 'primary' && name !== this.primaryScope.loadedName(netDir)) return quiet('out-of-scope');
         return problem('error', 'its name is not valid UTF-8: cni-chainer cannot open it by name; rename it');
       }
-      this.keeper.forget(name);
-      // The runtime may now load another file: in primary scope that one needs a look, against a
-      // listing without the file that is gone.
-      if (config.scope === 'primary') {
-        this.primaryScope.forget(netDir);
-        this.keeper.scan();
-      }
-      return UNCHANGED;
+      // The runtime may now load another file: in primary scope that one needs a look (the rescan),
+      // against a listing without the file that is gone.
+      if (config.scope !== 'primary') return GONE;
+      this.primaryScope.forget(netDir);
+      return { kind: 'gone', rescan: true, removed: undefined };
     }
     // Directories, FIFOs and devices are never configs: libcni skips them too.
     if (read.kind === 'not-regular') return GONE;
@@ -83,7 +70,7 @@ export class InPlacePass {
   }
 
   /** Steps (2) to (4) for the file found behind a name; a directory opened for it is closed after. */
-  private patchFound(netDir: Dir, name: string, found: Found | PassOutcome): Decision {
+  private patchFound(netDir: Dir, name: string, found: Found | PassOutcome | UnlinkJob): Decision {
     if (found.kind !== 'found') return found;
     const { source, read } = found;
     if (source.dir === netDir) return this.patch(netDir, name, source, read);
@@ -96,7 +83,7 @@ export class InPlacePass {
       throw err;
     }
     if (patching instanceof Promise) return patching.finally(() => source.dir.close());
-    if (patching.kind === 'write') return this.writer.written(patching).finally(() => source.dir.close());
+    if (patching.kind === 'write' || patching.kind === 'unlink') return this.executor.settled(patching).finally(() => source.dir.close());
     source.dir.close();
     return patching;
   }
@@ -125,7 +112,7 @@ export class InPlacePass {
     // One lookup: what we wrote there, and its fight.
     const record = this.book.file(fileKey);
     const digest = sha256(content);
-    if (this.book.holdsOurWrite(record, digest)) return { kind: 'written', fileKey }; // the event of our own write
+    if (this.book.holdsOurWrite(record, digest)) return written(fileKey); // the event of our own write
 
     const plan = planPatch(content, plugin);
     if (source.metaDelegate !== true && source.dir.disk === netDir.disk) this.metaDelegates.planned(name, plan);
@@ -147,7 +134,7 @@ export class InPlacePass {
     if (noBinary !== undefined) return problem('no-binary', noBinary);
     // The primary rewrote a file we had patched: the case a spare is for (spares.ts).
     const rewrittenAfterOurPatch = record !== undefined;
-    const backoff = this.book.beforeRewrite(name, record, rewrittenAfterOurPatch);
+    const backoff = this.book.fightRule(record, rewrittenAfterOurPatch);
     if (backoff !== undefined) return backoff;
 
     const owner = ownerOf(read);
@@ -177,16 +164,12 @@ export class InPlacePass {
    * name, in net.d itself and unchanged since it was read, goes; any other such config is left alone
    * and not ready, saying why.
    */
-  private pluginAlone(netDir: Dir, name: string, source: Source, content: Buffer): PassOutcome {
+  private pluginAlone(netDir: Dir, name: string, source: Source, content: Buffer): PassOutcome | UnlinkJob {
     if (name !== INTERFACE_MODE_LEFTOVER || source.dir !== netDir || source.linkText !== undefined) {
       return problem('error', 'a config of the chained plugin alone is no network (left by linkerd-cni\'s interface mode?): remove it');
     }
-    const now = readEntry(netDir, name, this.deps.config.maxConfigBytes);
-    if (now.kind !== 'file' || !now.bytes.equals(content)) return UNCHANGED; // rewritten meanwhile: its event brings a pass
-    netDir.unlink(name);
-    this.deps.log.warn({ file: name }, "removed linkerd-cni's interface-mode config, as linkerd's installer does: the plugin alone is no network, and the runtime would load it first");
-    this.keeper.forget(name);
-    return UNCHANGED;
+    const removed = { file: name, why: "removed linkerd-cni's interface-mode config, as linkerd's installer does: the plugin alone is no network, and the runtime would load it first" };
+    return { kind: 'unlink', dir: netDir, name, expect: content, then: { kind: 'gone', rescan: false, removed } };
   }
 }
 

@@ -33,7 +33,7 @@ import { ConfigBook } from './config-book.js';
 import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';
 import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta } from './owned-meta.js';
-import { problem, type PassOutcome } from './pass-outcome.js';
+import { STALE_WRITE, problem, written, type PassOutcome } from './pass-outcome.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
 
@@ -221,19 +221,19 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
     const digest = sha256(bytes);
     const current = readEntry(dir, ownedName, this.deps.config.maxConfigBytes);
     const currentDigest = current.kind === 'file' ? sha256(current.bytes) : undefined;
-    if (currentDigest === digest && current.kind === 'file' && sameOwner(current.stat, owner)) return { kind: 'written', fileKey: ownedName };
+    if (currentDigest === digest && current.kind === 'file' && sameOwner(current.stat, owner)) return written(ownedName);
     // Our copy is missing or not what we wrote: when we wrote it moments ago, somebody reverted it in
     // reaction to our write (a fight).
     const record = this.book.file(ownedName);
     const reverted = record !== undefined && !(currentDigest !== undefined && this.book.holdsOurWrite(record, currentDigest));
-    const backoff = this.book.beforeRewrite(ownedName, record, reverted);
+    const backoff = this.book.fightRule(record, reverted);
     if (backoff !== undefined) return backoff;
     const result = await writeFileAtomic(dir, ownedName, bytes, { ...owner, noReplace: current.kind === 'missing' });
-    if (result === 'stale') return { kind: 'again' }; // something appeared under our name meanwhile: look again
+    if (result === 'stale') return STALE_WRITE; // something appeared under our name meanwhile: look again
     this.book.wrote(ownedName, digest);
     this.deps.metrics.patches.inc();
     this.deps.log.info({ file: ownedName, primary: primary.name }, 'owned config follows the primary');
-    return { kind: 'written', fileKey: ownedName };
+    return written(ownedName);
   }
 
   /** The primary's content with the plugin appended, and the owner its copy gets; or why there is none. */

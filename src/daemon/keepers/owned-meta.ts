@@ -9,7 +9,7 @@ import { writeFileAtomic } from '../../fs/atomic-write.js';
 import { ownerOf, type EntryRead } from '../../fs/bounded-read.js';
 import type { Dir } from '../../fs/dir.js';
 import type { KeeperDeps } from './config-keeper.js';
-import { AGAIN, CHAINED, problem, type PassOutcome } from './pass-outcome.js';
+import { CHAINED, STALE_WRITE, problem, type PassOutcome } from './pass-outcome.js';
 import { resolveDelegate } from '../shared/delegate-path.js';
 
 /** A meta-plugin config (Multus): never a primary (cni/meta-plugin.ts). */
@@ -34,7 +34,7 @@ export async function keepMeta(deps: KeeperDeps, dir: Dir, name: string, read: E
       const noBinary = deps.binary.problem();
       if (noBinary !== undefined) return problem('no-binary', noBinary);
       const result = await writeFileAtomic(dir, name, plan.bytes, { ...ownerOf(read), expect: read.bytes });
-      if (result === 'stale') return AGAIN; // it changed while we wrote: look again
+      if (result === 'stale') return STALE_WRITE; // it changed while we wrote: look again
       deps.metrics.patches.inc();
       deps.log.info({ file: name }, "chained plugin into the meta-plugin's embedded delegate");
       return CHAINED;

@@ -5,10 +5,14 @@
 //   (2) read      the file behind it, bounded, from the directory it lives in;
 //   (3) decide    our own write's event (by hash: the parcel backend has no rename cookies to tell),
 //                 the pure planner's verdict, the binary, the fight rule (fight-detector.ts);
-//   (4) write     atomically relative to that directory (fs/atomic-write.ts), only on a change;
-//   (5) notify    every stage returns a PassOutcome (pass-outcome.ts), applied in one place by the
-//                 keeper's book (config-book.ts): the status on /readyz, a problem logged once, the
-//                 retry. The write step (in-place-write.ts) counts its metrics and touches symlinks.
+//                 (1) to (3) decide as data (pass-effects.ts): no write, removal, log line or
+//                 metric of theirs, only the bookkeeping of what they looked at (where a link
+//                 leads, the fight rule's state, which Multus config reads which file);
+//   (4) execute   the executor (pass-executor.ts) carries out the decided write, atomically relative
+//                 to the file's directory and only on a change (in-place-write.ts), or removal;
+//   (5) record    the outcome (pass-outcome.ts) is applied in one place, record(): what is kept for
+//                 a config that is gone, then the keeper's book (config-book.ts): the status on
+//                 /readyz, the record of a landed write, a problem logged once, metrics, the retry.
 import { isConfigName, isLibcniName, parkedLinkOriginal } from '../../cni/names.js';
 import { withDirSync } from '../../fs/dir.js';
 import { SharedDir, type Lease } from '../../fs/shared-dir.js';
@@ -18,13 +22,14 @@ import { CoalescingQueue, DEFAULT_PASS_CONCURRENCY, type PassEnded, type PassRun
 import { IN_PLACE_WORDS } from './book-words.js';
 import { ConfigBook } from './config-book.js';
 import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';
-import { InPlacePass, type Decision } from './in-place-pass.js';
+import { InPlacePass } from './in-place-pass.js';
+import type { Decision } from './pass-effects.js';
+import { PassExecutor } from './pass-executor.js';
 import { InPlaceWriter } from './in-place-write.js';
 import { MetaDelegates } from './meta-delegates.js';
-import { UNCHANGED, type PassOutcome } from './pass-outcome.js';
+import { GONE, UNCHANGED, type PassOutcome } from './pass-outcome.js';
 import { SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
-import { tellWhenSettled } from '../../done.js';
 
 export class Reconciler implements ConfigKeeper, PassRunner<string> {
   readonly targets: SymlinkTargets;
@@ -33,8 +38,9 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
   private readonly book: ConfigBook;
   /** Steps (1) to (3). */
   private readonly pass: InPlacePass;
-  /** Step (4), with the spares and the burst log it keeps. */
+  /** Step (4): the writer (with the spares it keeps) and the executor that runs it. */
   private readonly writer: InPlaceWriter;
+  private readonly executor: PassExecutor;
   private readonly netDirHandle: SharedDir;
   private readonly inFlight = new BytesInFlight();
   /** Multus configs of net.d delegating by path, kept by the passes once a conversion asks. */
@@ -48,9 +54,10 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
     this.book = new ConfigBook({ ...deps, now: deps.now ?? monotonicMs }, IN_PLACE_WORDS, this);
     // A symlink target no link leads to any more is no config of ours: it goes like a removed one.
     this.targets = new SymlinkTargets(netDirOnDisk, deps.onTargetDir, (target) => this.book.fileWent(target));
-    this.writer = new InPlaceWriter(deps, this.book, this.inFlight);
+    this.writer = new InPlaceWriter(deps, this.inFlight);
+    this.executor = new PassExecutor(this.writer);
     this.metaDelegates = new MetaDelegates(deps);
-    this.pass = new InPlacePass(deps, this, this.book, this.targets, this.writer, this.inFlight, this.metaDelegates);
+    this.pass = new InPlacePass(deps, this.book, this.targets, this.executor, this.inFlight, this.metaDelegates);
     this.netDirHandle = new SharedDir(() => deps.root.openDir(deps.config.netDir, this.netDirOnDisk));
     this.queue = new CoalescingQueue(this, DEFAULT_PASS_CONCURRENCY);
   }
@@ -119,18 +126,29 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
 
   stop(): void {
     this.netDirHandle.retire();
-    this.writer.flush();
     this.book.stop();
   }
 
   /** No config by this name any more: everything kept for it goes (its file's memory after a while). */
   forget(name: string): void {
-    const fileKey = `${this.netDirOnDisk}/${name}`;
-    this.metaDelegates.forget(name);
-    this.writer.dropSpare(fileKey);
-    this.targets.remove(name);
-    this.book.forgetConfig(name);
-    this.book.fileWent(fileKey);
+    this.record(name, GONE);
+  }
+
+  /**
+   * (5) record: the one place a pass's outcome is applied. A config that is gone takes with it what
+   * the keeper's parts keep for it (its Multus delegation, its spare, where its link led), then the
+   * book applies the outcome; a gone primary in primary scope lists net.d again.
+   */
+  private record(name: string, outcome: PassOutcome): void {
+    if (outcome.kind === 'gone') {
+      const fileKey = `${this.netDirOnDisk}/${name}`;
+      this.metaDelegates.forget(name);
+      this.writer.dropSpare(fileKey);
+      this.targets.remove(name);
+      this.book.fileWent(fileKey);
+    }
+    this.book.apply(name, outcome);
+    if (outcome.kind === 'gone' && outcome.rescan) this.scan();
   }
 
   /** True while the reconciler keeps what it wrote to `fileKey` (a path on disk). */
@@ -151,7 +169,7 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
   // The queue's: one pass of config `name`, ended by a call of `ended`. No promise and no async frame
   // on the storm's path: up to 128 passes wait at once while their writes run on the pool, long
   // enough to outlive a scavenge, and every frame, promise and closure they hold is then copied and
-  // promoted. Steps (1) to (3) return an outcome, the write they decided, or (a conversion, a file
+  // promoted. Steps (1) to (3) return an outcome, the effect they decided, or (a conversion, a file
   // outside net.d) one promise of an outcome (measured: docs/performance.md).
   runPass(name: string, ended: PassEnded<string>): void {
     if (!this.deps.isActive()) return this.passOver(name, ended, undefined, UNCHANGED);
@@ -167,22 +185,19 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
     } catch (err) {
       return this.passOver(name, ended, err, undefined, lease);
     }
-    if (decision instanceof Promise) {
-      tellWhenSettled(decision, (error, outcome) => this.passOver(name, ended, error, outcome, lease));
-    } else if (decision.kind === 'write') {
-      this.writer.write(decision, (error, outcome) => this.passOver(name, ended, error, outcome, lease));
+    if (decision instanceof Promise || decision.kind === 'write' || decision.kind === 'unlink') {
+      this.executor.run(decision, (error, outcome) => this.passOver(name, ended, error, outcome, lease));
     } else {
-      this.passOver(name, ended, undefined, decision, lease);
+      this.passOver(name, ended, undefined, decision, lease); // an outcome alone: no closure for it
     }
   }
 
-  /** (5) notify: the one place a pass's outcome (or, with none, its error) is applied; then it is over. */
+  /** The pass is over: its outcome recorded (or, with none, its error reported). */
   private passOver(name: string, ended: PassEnded<string>, error: unknown, outcome?: PassOutcome, lease?: Lease): void {
     try {
       if (outcome === undefined) {
         if (!isMissing(error)) this.book.failed(name, error); // missing: net.d is gone, the daemon re-arms and rescans
-      } else if (outcome.kind === 'gone') this.forget(name);
-      else this.book.apply(name, outcome);
+      } else this.record(name, outcome);
     } catch (err) {
       this.book.failed(name, err);
     } finally {
