@@ -9,7 +9,7 @@ import { cliFile } from './addon-path.js';
 import { expectedPlugin, fixture, pluginFile } from './fixtures.js';
 import { runProcess, type Finished } from './run-node.js';
 import { tempDir } from './tmp.js';
-import { Inbox } from './wait.js';
+import { Inbox, waitFor } from './wait.js';
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
 
@@ -63,6 +63,14 @@ export { freePort } from '../../bench/free-port.js';
 export async function probe(port: number, what: '/healthz' | '/readyz' | '/metrics'): Promise<{ status: number; body: string }> {
   const res = await fetch(`http://127.0.0.1:${port}${what}`);
   return { status: res.status, body: await res.text() };
+}
+
+/**
+ * Waits until the daemon's /readyz lists config `file` with `status` (a line "- file: status (detail)",
+ * as operators read it), and returns that line.
+ */
+export async function readyzLists(port: number, file: string, status: string, timeoutMs = 10_000): Promise<string> {
+  return waitFor(async () => (await probe(port, '/readyz')).body.split('\n').find((l) => l.startsWith(`- ${file}: ${status}`)), `/readyz listing ${file}: ${status}`, timeoutMs);
 }
 
 /** A sample without labels from the daemon's /metrics, e.g. `cni_chainer_patches_total`. */

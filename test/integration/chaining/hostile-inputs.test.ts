@@ -8,7 +8,7 @@ import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
 import { canUnshare, mkfifo, peakRssMiB, putMegabyteConfigs, temps } from '../../helpers/hostile.js';
 import { InotifyWatcher, type RawInotifyEvent } from '../../helpers/inotify.js';
-import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+import { freePort, NodeHost, probe, readyzLists } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 describe('hangs and crashes', () => {
@@ -63,10 +63,11 @@ describe('hangs and crashes', () => {
     host.put(host.disk('/var/lib/cni-a/net.conflist'), fixture('10-aws.conflist'));
     // Watches: the service-account dir, the bin dir, net.d and its three ancestors (the host root, /etc,
     // /etc/cni) = 6; the target's dir would be the 7th.
-    const daemon = host.start({ HEALTH_PORT: '0' }, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 6 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
+    const port = await freePort();
+    const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 6 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
     await daemon.waitLog('started');
     symlinkSync('/var/lib/cni-a/net.conflist', host.net('05-a.conflist'));
-    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.includes('fs.inotify.max_user_watches'));
+    await waitFor(async () => (await probe(port, '/readyz')).body.includes('fs.inotify.max_user_watches'), 'not ready, naming the sysctl');
     await waitFor(() => host.isChained(host.disk('/var/lib/cni-a/net.conflist')), 'the target is still chained');
     expect(daemon.child.exitCode).toBe(null);
     // The link is re-created under a temp name and renamed over the old one right after the target's
@@ -119,9 +120,10 @@ describe('hangs and crashes', () => {
     writeFileSync(host.net('00-big.conflist'), big);
     for (let i = 0; i < 10_000; i++) writeFileSync(host.net(`c${String(i).padStart(5, '0')}.conflist`), fixture('10-flannel.conflist'));
     // MALLOC_ARENA_MAX=2 as the image sets it (glibc would give each libuv pool thread its own arena).
-    const daemon = host.start({ LOG_LEVEL: 'warn', MALLOC_ARENA_MAX: '2' });
+    const port = await freePort();
+    const daemon = host.start({ LOG_LEVEL: 'warn', MALLOC_ARENA_MAX: '2', HEALTH_PORT: String(port) });
     await waitFor(() => host.read('c09999.conflist').includes('linkerd-cni') && host.read('c00000.conflist').includes('linkerd-cni'), 'chained', 90_000);
-    await daemon.waitLog((l) => l.status === 'too-large' && l.file === '00-big.conflist');
+    await readyzLists(port, '00-big.conflist', 'too-large');
     expect(host.read('00-big.conflist')).toBe(big);
     expect(peakRssMiB(daemon.child.pid!)).toBeLessThan(110);
     await daemon.stop();

@@ -8,7 +8,7 @@ import { planUnpatch } from '../../../src/cni/conflist.js';
 import { cliFile, repoRoot } from '../../helpers/addon-path.js';
 import { itWith } from '../../helpers/capability.js';
 import { fixture, fixtureNames } from '../../helpers/fixtures.js';
-import { NodeHost } from '../../helpers/node-host.js';
+import { freePort, NodeHost, readyzLists } from '../../helpers/node-host.js';
 import { runProcess } from '../../helpers/run-node.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -17,7 +17,8 @@ describe('start-up', () => {
   it('chains every pre-existing config, upgrading .conf files, and installs binaries and kubeconfig first', async () => {
     const host = new NodeHost();
     for (const name of fixtureNames) host.putFixture(name);
-    const daemon = await host.started();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
     // 10-calico.conf and 10-calico.conflist both exist in the fixtures: the upgrade never overwrites the
     // existing conflist, so the .conf stays as it is (status conflict) and the conflist is chained itself.
     // Multus' 00-multus.conf is a meta-plugin: never converted, its embedded delegate chained inside.
@@ -30,7 +31,7 @@ describe('start-up', () => {
     expect(host.read('10-calico.conf')).toBe(fixture('10-calico.conf'));
     const unpatched = planUnpatch(readFileSync(host.net('10-calico.conflist')), host.plugin.type as string);
     expect(unpatched.action === 'write' && unpatched.bytes.toString()).toBe(fixture('10-calico.conflist'));
-    await daemon.waitLog((l) => l.status === 'conflict' && l.file === '10-calico.conf');
+    await readyzLists(port, '10-calico.conf', 'conflict');
 
     expect(readFileSync(path.join(host.binDir, 'linkerd-cni'), 'utf8')).toContain('linkerd-cni');
     expect(statSync(path.join(host.binDir, 'linkerd-cni')).mode & 0o777).toBe(0o755);

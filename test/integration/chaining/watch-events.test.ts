@@ -4,7 +4,7 @@ import { closeSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readd
 import { describe, expect, it } from 'vitest';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
-import { NodeHost } from '../../helpers/node-host.js';
+import { freePort, NodeHost, readyzLists } from '../../helpers/node-host.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -32,10 +32,11 @@ describe('events', () => {
 
   it('leaves invalid JSON untouched (logged once) and chains it when it becomes valid', async () => {
     const host = new NodeHost();
-    const daemon = await host.started();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
     const junk = `${fixture('10-flannel.conflist')}garbage`;
     host.put('10-flannel.conflist', junk);
-    await daemon.waitLog((l) => l.msg === 'config left unchanged' && l.file === '10-flannel.conflist' && l.status === 'invalid');
+    await readyzLists(port, '10-flannel.conflist', 'invalid');
     host.put('10-other.conflist', fixture('10-aws.conflist')); // a later event proves the first was handled
     await waitFor(() => host.isChained('10-other.conflist'), 'the other config');
     expect(host.read('10-flannel.conflist')).toBe(junk);
@@ -49,12 +50,13 @@ describe('events', () => {
 
   it('does not touch a file while its writer still has it open half-written', async () => {
     const host = new NodeHost();
-    const daemon = await host.started();
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
     const text = fixture('10-containerd-net.conflist');
     const fd = openSync(host.net('10-containerd-net.conflist'), 'w', 0o644);
     writeSync(fd, text.slice(0, 100));
     // After the quiet period the daemon looks, finds half a file, and leaves it.
-    await daemon.waitLog((l) => l.msg === 'config left unchanged' && l.file === '10-containerd-net.conflist');
+    await readyzLists(port, '10-containerd-net.conflist', 'invalid');
     expect(host.read('10-containerd-net.conflist')).toBe(text.slice(0, 100));
     writeSync(fd, text.slice(100));
     closeSync(fd);

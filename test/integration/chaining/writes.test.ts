@@ -10,7 +10,7 @@ import { nameHash } from '../../../src/fs/temp-names.js';
 import { addon } from '../../../src/native/addon.js';
 import { skipOrFail } from '../../helpers/capability.js';
 import { fixture, pluginText } from '../../helpers/fixtures.js';
-import { NodeHost } from '../../helpers/node-host.js';
+import { freePort, NodeHost, readyzLists } from '../../helpers/node-host.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -58,9 +58,10 @@ describe('the primary gets its bytes back', () => {
     const host = new NodeHost();
     host.putFixture('10-calico.conflist');
     host.putFixture('10-calico.conf');
-    const daemon = await host.started();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => host.isChained('10-calico.conflist'), 'the conflist chained');
-    await daemon.waitLog((l) => l.status === 'conflict');
+    await readyzLists(port, '10-calico.conf', 'conflict');
     expect(host.read('10-calico.conf')).toBe(fixture('10-calico.conf'));
     expect((await daemon.stop()).code).toBe(0);
     expect(host.read('10-calico.conflist')).toBe(fixture('10-calico.conflist')); // calico and portmap kept

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { NativeWatcher } from '../../../src/watch/native.js';
 import type { WatchEvent } from '../../../src/watch/watcher.js';
 import { fixture } from '../../helpers/fixtures.js';
-import { NodeHost } from '../../helpers/node-host.js';
+import { freePort, NodeHost, readyzLists } from '../../helpers/node-host.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { Inbox, waitFor } from '../../helpers/wait.js';
 
@@ -79,8 +79,9 @@ describe('symlinked configs', () => {
     const host = new NodeHost();
     symlinkSync('/run/cni/ready/05-cilium.conflist', host.net('05-cilium.conflist'));
     // No resync: the first missing component's directory is watched, level by level.
-    const daemon = await host.started({ RESYNC_INTERVAL_S: '0' });
-    await daemon.waitLog((l) => l.file === '05-cilium.conflist' && l.status === 'dangling');
+    const port = await freePort();
+    await host.started({ RESYNC_INTERVAL_S: '0', HEALTH_PORT: String(port) });
+    await readyzLists(port, '05-cilium.conflist', 'dangling');
     mkdirSync(host.disk('/run/cni/ready'), { recursive: true });
     host.put(host.disk('/run/cni/ready/05-cilium.conflist'), fixture('05-cilium.conflist'));
     await waitFor(() => host.isChained(host.disk('/run/cni/ready/05-cilium.conflist')), 'target chained');
@@ -90,8 +91,9 @@ describe('symlinked configs', () => {
     const host = new NodeHost();
     mkdirSync(host.disk('/run/cni'), { recursive: true });
     symlinkSync('../../../run/cni/05-cilium.conflist', host.net('05-cilium.conflist'));
-    const daemon = await host.started();
-    await daemon.waitLog((l) => l.file === '05-cilium.conflist' && l.status === 'dangling');
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
+    await readyzLists(port, '05-cilium.conflist', 'dangling');
     host.put(host.disk('/run/cni/05-cilium.conflist'), fixture('05-cilium.conflist'));
     await waitFor(() => host.isChained(host.disk('/run/cni/05-cilium.conflist')), 'target chained');
   });
@@ -109,9 +111,10 @@ describe('symlinked configs', () => {
     const inside = host.disk(sentinel);
     mkdirSync(path.dirname(inside), { recursive: true });
     writeFileSync(inside, fixture('10-flannel.conflist'));
-    const daemon = await host.started();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => host.isChained(inside), 'the in-root copy chained');
-    await daemon.waitLog((l) => l.file === '20-loop-a.conflist' && l.status === 'loop');
+    await readyzLists(port, '20-loop-a.conflist', 'loop');
     expect(readFileSync(sentinel, 'utf8')).toBe(fixture('10-flannel.conflist'));
     expect(readdirSync(outside)).toEqual(['x.conflist']);
     expect(readlinkSync(host.net('20-loop-a.conflist'))).toBe('20-loop-b.conflist');
@@ -126,9 +129,10 @@ describe('symlinked configs', () => {
     const host = new NodeHost();
     mkdirSync(host.disk('/some/dir'), { recursive: true });
     symlinkSync('/some/dir', host.net('10-dir.conflist'));
-    const daemon = await host.started();
-    const line = await daemon.waitLog((l) => l.file === '10-dir.conflist' && l.status === 'not-regular');
-    expect(line.detail).toContain('symlink target /some/dir is not a regular file');
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
+    const line = await readyzLists(port, '10-dir.conflist', 'not-regular');
+    expect(line).toContain('symlink target /some/dir is not a regular file');
     expect(readlinkSync(host.net('10-dir.conflist'))).toBe('/some/dir');
     expect(readdirSync(host.disk('/some/dir'))).toEqual([]);
     await daemon.stop();
