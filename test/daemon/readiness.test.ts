@@ -46,4 +46,16 @@ describe('readiness', () => {
       { numRuns: 500 },
     );
   });
+
+  it("a condition's handle answers from what its owner set, and /readyz says the same", () => {
+    const readiness = new Readiness();
+    const scan = readiness.condition('scan');
+    expect([scan.failing, scan.reason]).toEqual([false, undefined]);
+    scan.set('cannot list the config directory: EACCES');
+    expect([scan.failing, scan.reason]).toEqual([true, 'cannot list the config directory: EACCES']);
+    expect(readiness.report()).toMatchObject({ ready: false, entries: [{ kind: 'condition', key: 'scan', reason: 'cannot list the config directory: EACCES' }] });
+    scan.clear();
+    expect([scan.failing, scan.reason]).toEqual([false, undefined]);
+    expect(readiness.report()).toMatchObject({ ready: true, entries: [] });
+  });
 });

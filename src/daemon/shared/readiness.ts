@@ -39,6 +39,12 @@ export type ConditionKey = 'lifecycle' | 'net-dir' | 'standby' | 'owner' | 'scan
 
 /** One condition's handle, held by the controller that owns it. */
 export class Condition {
+  /**
+   * The reason this condition fails, as its owner last set it: kept here, so that the owner asks its
+   * own handle (to log a change once) and readiness stays output, never read back to decide.
+   */
+  private current: string | undefined;
+
   constructor(
     private readonly readiness: Readiness,
     readonly key: ConditionKey,
@@ -46,19 +52,20 @@ export class Condition {
 
   /** Fails the condition with `reason`, or clears it (undefined). */
   set(reason: string | undefined): void {
+    this.current = reason;
     this.readiness.block(this.key, reason);
   }
 
   clear(): void {
-    this.readiness.block(this.key, undefined);
+    this.set(undefined);
   }
 
   get failing(): boolean {
-    return this.readiness.blocked(this.key);
+    return this.current !== undefined;
   }
 
   get reason(): string | undefined {
-    return this.readiness.blocker(this.key);
+    return this.current;
   }
 }
 
@@ -118,14 +125,6 @@ export class Readiness {
     else this.blockers.set(key, reason);
   }
 
-  blocked(key: ConditionKey): boolean {
-    return this.blockers.has(key);
-  }
-
-  /** The reason given for `key`, if it blocks. */
-  blocker(key: ConditionKey): string | undefined {
-    return this.blockers.get(key);
-  }
 
   report(): ReadinessReport {
     const entries: NotReady[] = [...this.blockers].map(([key, reason]) => ({ kind: 'condition', key: key as ConditionKey, reason }));
