@@ -11,6 +11,7 @@
 // the file is gone, how long that is still kept (gone-paths.ts).
 import type { Logger } from '../../log.js';
 import { BurstLog } from './burst-log.js';
+import type { BookWords } from './book-words.js';
 import type { Metrics } from '../shared/metrics.js';
 import { DEFAULT_FIGHT_POLICY, FIGHT_CAUSE, FightDetector } from './fight-detector.js';
 import { GonePaths } from './gone-paths.js';
@@ -21,22 +22,6 @@ import { Records, type ConfigEntry, type FileRecord } from './records.js';
 // Errors that say "not now" rather than "never": the pass is retried shortly, not at the next resync.
 const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EINTR']);
 export const TRANSIENT_RETRY_MS = 100;
-
-/** What the book says in logs and on /readyz: each keeper words its own file. */
-export interface BookWords {
-  /** The warning logged once per change of a config's problem. */
-  problem: string;
-  /** The warning logged once per fight. */
-  fightStarted: string;
-  /** What the other writer does, on /readyz during a backoff ("patch reverted"). */
-  reverted: string;
-  /** What we did, on /readyz while a fight's write settles ("patch written"). */
-  written: string;
-  /** The error logged when a pass throws. */
-  failed: string;
-  /** The info line that sums up a burst of patches landed (one line, not one per file). */
-  chainedBurst: string;
-}
 
 export interface ConfigBookDeps {
   readiness: Readiness;
