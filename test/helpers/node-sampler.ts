@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 
 export interface NodeSamples {
   count: number;
-  /** Times (ms since the epoch) of samples that found the config unchained or unreadable. */
+  /** Times (ms on the sampler's monotonic clock) of samples that found the config unchained or unreadable. */
   unchained: number[];
   /** Times of samples that found the config naming the plugin and the binary missing. */
   missingBinary: number[];
@@ -17,9 +17,10 @@ const fs = require('fs');
 const [config, binary, type, every] = process.argv.slice(1);
 const names = new RegExp('"type"\\\\s*:\\\\s*"' + type + '"');
 const state = { count: 0, unchained: [], missingBinary: [], maxGapMs: 0 };
-let last = Date.now();
+// The monotonic clock: this VM's wall clock is stepped (a 47 s step once read as a 47 s gap in sampling).
+let last = performance.now();
 setInterval(() => {
-  const now = Date.now();
+  const now = Math.round(performance.now());
   state.maxGapMs = Math.max(state.maxGapMs, now - last);
   last = now;
   state.count++;

@@ -1,15 +1,16 @@
 // Waiting on a condition with a deadline. The deadline only bounds a failing test; passing tests
-// return as soon as the condition holds, so no test depends on how fast the machine is.
+// return as soon as the condition holds, so no test depends on how fast the machine is. Deadlines are
+// on the monotonic clock: this VM's wall clock is stepped, and a step forward ended waits early.
 export async function waitFor<T>(
   probe: () => T | undefined | false | Promise<T | undefined | false>,
   what: string,
   timeoutMs = 10_000,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
@@ -25,11 +26,11 @@ export class Inbox<T> {
   };
 
   async until(match: (item: T) => boolean, what: string, timeoutMs = 10_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       const found = this.items.find(match);
       if (found !== undefined) return found;
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (left <= 0) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);

@@ -64,7 +64,7 @@ describe.skipIf(reason !== undefined)('the node outlives the agent pod', () => {
     await nodeTokenInKubeconfig();
     const token = kubeconfigToken();
     cp.kubectl(['delete', 'serviceaccount', '-n', NS, 'linkerd-cni']);
-    const deleted = Date.now();
+    const deleted = performance.now();
     // The API server refuses the account's tokens once its cache has seen the deletion, and once a
     // success it cached (kube-apiserver keeps one 10 s) has run out: the pod's token too.
     await waitFor(() => {
@@ -75,7 +75,7 @@ describe.skipIf(reason !== undefined)('the node outlives the agent pod', () => {
         return /Unauthorized/.test((err as Error).message);
       }
     }, 'the node token refused', 30_000);
-    await new Promise((r) => setTimeout(r, Math.max(0, deleted + 11_000 - Date.now())));
+    await new Promise((r) => setTimeout(r, Math.max(0, deleted + 11_000 - performance.now())));
     const logs = followAgentLog(agent.name);
     cp.kubectl(['delete', 'pod', '-n', NS, agent.name]);
     await waitFor(() => !agentPods().some((p) => p.name === agent.name), 'the agent pod gone', 120_000);
