@@ -1,7 +1,7 @@
 // A scratch node for integration tests: a host root with net.d and the bin dir, a container bin dir
 // with a fake plugin binary, a service-account dir, and the real CLI run against it as a child process.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import type { JsonObject } from '../../src/cni/json.js';
@@ -170,6 +170,11 @@ export class NodeHost {
     } catch {
       return false;
     }
+  }
+
+  /** Every file of net.d that still carries the plugin, backups included. */
+  carriers(): string[] {
+    return readdirSync(this.netDir).filter((n) => !n.startsWith('ZZZ') && !n.startsWith('.') && this.read(n).includes(`"${String(this.plugin.type)}"`));
   }
 
   holdsPlugin(file: string): boolean {

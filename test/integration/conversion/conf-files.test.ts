@@ -9,10 +9,6 @@ import { waitFor } from '../../helpers/wait.js';
 
 const CALICO = '10-calico.conflist';
 
-async function readyz(port: number): Promise<{ status: number; body: string }> {
-  return probe(port, '/readyz');
-}
-
 describe("linkerd-cni's interface mode: 01-linkerd-cni.conf, the plugin alone", () => {
   const leftover = (type: string) => `{"cniVersion":"0.3.1","name":"linkerd-cni","type":${JSON.stringify(type)},"log_level":"info","kubernetes":{"kubeconfig":"/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig"}}\n`;
 
@@ -25,7 +21,7 @@ describe("linkerd-cni's interface mode: 01-linkerd-cni.conf, the plugin alone", 
     await waitFor(() => !existsSync(host.net('01-linkerd-cni.conf')), 'the leftover removed');
     await waitFor(() => host.isChained(CALICO), 'the primary chained');
     expect(existsSync(host.net('01-linkerd-cni.conflist'))).toBe(false);
-    await waitFor(async () => (await readyz(port)).status === 200, 'ready');
+    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
     expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.startsWith("removed linkerd-cni's interface-mode config"))).toHaveLength(1);
     expect((await host.cli(['check'])).code).toBe(0);
     expect((await daemon.stop()).code).toBe(0);
@@ -37,7 +33,7 @@ describe("linkerd-cni's interface mode: 01-linkerd-cni.conf, the plugin alone", 
     host.put('05-linkerd-only.conf', leftover(String(host.plugin.type)));
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });
-    await waitFor(async () => (await readyz(port)).body.includes('05-linkerd-only.conf: error (a config of the chained plugin alone is no network'), 'not ready, naming it');
+    await waitFor(async () => (await probe(port, '/readyz')).body.includes('05-linkerd-only.conf: error (a config of the chained plugin alone is no network'), 'not ready, naming it');
     expect(host.read('05-linkerd-only.conf')).toBe(leftover(String(host.plugin.type)));
     expect(existsSync(host.net('05-linkerd-only.conflist'))).toBe(false);
     expect((await daemon.stop()).code).toBe(0);

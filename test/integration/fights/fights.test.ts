@@ -12,15 +12,6 @@ import { waitFor } from '../../helpers/wait.js';
 
 const CALICO = '10-calico.conflist';
 
-/** Every file of net.d that still carries the plugin, backups included. */
-function carriers(host: NodeHost): string[] {
-  return readdirSync(host.netDir).filter((n) => !n.startsWith('ZZZ') && !n.startsWith('.') && host.read(n).includes(`"${String(host.plugin.type)}"`));
-}
-
-async function readyz(port: number): Promise<{ status: number; body: string }> {
-  return probe(port, '/readyz');
-}
-
 describe('spare patches', () => {
   it('a spare left by SIGKILL is classified as our unlanded patch and swept; the file stays correct', async () => {
     const host = new NodeHost();
@@ -161,7 +152,7 @@ describe("Cilium's exclusive mode: a fight the agent cannot win", () => {
     await waitFor(() => host.isChained(mode === 'owned' ? '10-calico-linkerd-cni.conflist' : CALICO), 'chained before Cilium starts');
     const cilium = new CiliumExclusive(host.netDir, fixture('05-cilium.conflist'));
     try {
-      await waitFor(async () => (await readyz(port)).body.includes('cni.exclusive=false'), 'not ready, naming the fix', 15_000);
+      await waitFor(async () => (await probe(port, '/readyz')).body.includes('cni.exclusive=false'), 'not ready, naming the fix', 15_000);
       // Three seconds into the fight: the writes are capped by the backoff (1 s, then 2 s, ...).
       const before = daemon.count(mode === 'owned' ? 'owned config follows the primary' : 'chained plugin into configs');
       await new Promise((resolve) => setTimeout(resolve, 3_000));
@@ -169,7 +160,7 @@ describe("Cilium's exclusive mode: a fight the agent cannot win", () => {
       expect(during).toBeLessThanOrEqual(4);
       // Not ready at any moment of the fight, also right after one of our capped writes.
       for (let i = 0; i < 40; i++) {
-        expect((await readyz(port)).status).toBe(503);
+        expect((await probe(port, '/readyz')).status).toBe(503);
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
       expect(daemon.logs.items.filter((l) => typeof l.msg === 'string' && l.msg.includes('backing off')).length).toBe(1);
@@ -179,7 +170,7 @@ describe("Cilium's exclusive mode: a fight the agent cannot win", () => {
     }
     expect(readdirSync(host.netDir).some((n) => n.endsWith('.cilium_bak'))).toBe(true);
     expect((await daemon.stop()).code).toBe(0);
-    expect(carriers(host)).toEqual([]);
+    expect(host.carriers()).toEqual([]);
     // Calico's own config, pushed aside by Cilium, is what Calico wrote.
     expect(host.read(`${CALICO}.cilium_bak`)).toBe(fixture(CALICO));
   }, 40_000);

@@ -1,6 +1,6 @@
 // What the agent installs beside the configs: the kubeconfig (rewritten when the token rotates, put
 // back when deleted) and the plugin binary (an image without it chains nothing).
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -9,15 +9,6 @@ import { freePort, metric, NodeHost, probe } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const CALICO = '10-calico.conflist';
-
-/** Every file of net.d that still carries the plugin, backups included. */
-function carriers(host: NodeHost): string[] {
-  return readdirSync(host.netDir).filter((n) => !n.startsWith('ZZZ') && !n.startsWith('.') && host.read(n).includes(`"${String(host.plugin.type)}"`));
-}
-
-async function readyz(port: number): Promise<{ status: number; body: string }> {
-  return probe(port, '/readyz');
-}
 
 describe('kubeconfig', () => {
   it('is rewritten when the service-account token rotates (..data swap)', async () => {
@@ -66,12 +57,12 @@ describe('an image without the plugin binary', () => {
     const port = await freePort();
     const env = { HEALTH_PORT: String(port), CNI_PATCH_MODE: mode };
     const daemon = await host.started(env);
-    const r = await readyz(port);
+    const r = await probe(port, '/readyz');
     expect(r.status).toBe(503);
     expect(r.body).toContain('linkerd-cni is not in CONTAINER_CNI_BIN_DIR');
     host.put(CALICO, fixture(CALICO).replace('"mtu": 0', '"mtu": 1'));
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(carriers(host)).toEqual([]);
+    expect(host.carriers()).toEqual([]);
     const check = await host.cli(['check'], env);
     expect(check.code).toBe(1);
     expect(check.stdout).toContain('not in CONTAINER_CNI_BIN_DIR');
