@@ -4,16 +4,15 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { WatchBackendName } from '../src/watch/watcher.js';
+import { repoRoot } from './repo-root.js';
 
 export function option(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : fallback;
 }
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-export const repo = path.resolve(here, '..', '..');
+export const repo = repoRoot;
 /** The agent as the image runs it: the bundle. */
 export const cli = path.join(repo, 'dist', 'cni-chainer.mjs');
 /** The reference, bundled and started the same way (scripts/bundle.mjs). */

@@ -1,5 +1,5 @@
 // The repository's root, from wherever this module runs: its TypeScript source (the tests, under
-// vitest) or its compiled copy in dist/ (the fleet bench).
+// vitest) or its compiled copy in dist/ (the benches).
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { freePort } from '../free-port.js';
 import { makePki, type Pki } from './pki.js';
 import { stopComponents } from './processes.js';
-import { repoRoot } from './repo-root.js';
+import { repoRoot } from '../repo-root.js';
 
 /** The cluster binaries, built (or found in the cache) by the one script that builds them. */
 export function clusterBinDir(): string {

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { repoRoot } from '../../bench/repo-root.js';
 
-export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export { repoRoot };
 export const addonFile = path.join(repoRoot, 'build', 'Release', 'cni_chainer.node');
 export const cliFile = path.join(repoRoot, 'dist', 'cni-chainer.mjs');
 
