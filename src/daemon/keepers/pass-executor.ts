@@ -1,8 +1,9 @@
 // The in-place keeper's executor (reconciler.ts, runPass): it carries out the effect a pass decided
 // (pass-effects.ts) and tells the pass the outcome it ends with, for the book to record. A write goes
-// through the writer (in-place-write.ts, one write path: fs/atomic-write.ts); a removal is a re-check
-// and one unlink. Callbacks, not promises: see pass-effects.ts.
-import { entryHolds } from '../../fs/exchange.js';
+// through the writer (in-place-write.ts, one write path: fs/atomic-write.ts); a removal of a config
+// re-checks its bytes first (fs/stepwise-write.ts unlinkIfUnchanged). Callbacks, not promises, on
+// the write's path: see pass-effects.ts; a removal is rare and may wait on one.
+import { unlinkIfUnchanged } from '../../fs/stepwise-write.js';
 import { promised, tellWhenSettled, type Done } from '../../done.js';
 import type { InPlaceWriter } from './in-place-write.js';
 import type { Decision, UnlinkJob } from './pass-effects.js';
@@ -16,13 +17,7 @@ export class PassExecutor {
     if (decision instanceof Promise) return tellWhenSettled(decision, done);
     if (decision.kind === 'write') return this.writer.write(decision, done);
     if (decision.kind !== 'unlink') return done(undefined, decision);
-    let outcome: PassOutcome;
-    try {
-      outcome = unlink(decision);
-    } catch (err) {
-      return done(err);
-    }
-    done(undefined, outcome);
+    tellWhenSettled(unlink(decision), done);
   }
 
   /** run() as a promise: for a pass that waits on more than the effect (a directory opened for it). */
@@ -31,9 +26,11 @@ export class PassExecutor {
   }
 }
 
-function unlink(job: UnlinkJob): PassOutcome {
+async function unlink(job: UnlinkJob): Promise<PassOutcome> {
+  if (job.expect === undefined) {
+    job.dir.unlinkExisting([job.name]);
+    return job.then;
+  }
   // Rewritten since it was read: left as it is, and its own event brings a pass.
-  if (job.expect !== undefined && !entryHolds(job.dir, job.name, job.expect)) return UNCHANGED;
-  job.dir.unlinkExisting([job.name]);
-  return job.then;
+  return (await unlinkIfUnchanged(job.dir, job.name, job.expect)) ? job.then : UNCHANGED;
 }
