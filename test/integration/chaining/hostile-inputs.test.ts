@@ -11,6 +11,24 @@ import { InotifyWatcher, type RawInotifyEvent } from '../../helpers/inotify.js';
 import { freePort, NodeHost, probe, readyzLists } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
+/**
+ * A node whose symlink target directory would be the 7th inotify watch where only 6 are allowed (the
+ * service-account dir, the bin dir, net.d and its three ancestors: the host root, /etc, /etc/cni),
+ * the link made after start: the agent up, and /readyz naming the sysctl.
+ */
+async function symlinkPastTheWatchLimit() {
+  const host = new NodeHost();
+  host.putFixture('10-flannel.conflist');
+  mkdirSync(host.disk('/var/lib/cni-a'), { recursive: true });
+  host.put(host.disk('/var/lib/cni-a/net.conflist'), fixture('10-aws.conflist'));
+  const port = await freePort();
+  const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 6 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
+  await daemon.waitLog('started');
+  symlinkSync('/var/lib/cni-a/net.conflist', host.net('05-a.conflist'));
+  await waitFor(async () => (await probe(port, '/readyz')).body.includes('fs.inotify.max_user_watches'), 'not ready, naming the sysctl');
+  return { host, daemon, port };
+}
+
 describe('hangs and crashes', () => {
   it('FIFOs at the owner file, the kubeconfig, the plugin binary and a config name block nothing', async () => {
     const host = new NodeHost();
@@ -57,17 +75,7 @@ describe('hangs and crashes', () => {
   });
 
   itWith(canUnshare, 'user namespaces (unshare -Ur)')('3. the watch limit hit for a symlink target directory is a status, not a crash', async () => {
-    const host = new NodeHost();
-    host.putFixture('10-flannel.conflist');
-    mkdirSync(host.disk('/var/lib/cni-a'), { recursive: true });
-    host.put(host.disk('/var/lib/cni-a/net.conflist'), fixture('10-aws.conflist'));
-    // Watches: the service-account dir, the bin dir, net.d and its three ancestors (the host root, /etc,
-    // /etc/cni) = 6; the target's dir would be the 7th.
-    const port = await freePort();
-    const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 6 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
-    await daemon.waitLog('started');
-    symlinkSync('/var/lib/cni-a/net.conflist', host.net('05-a.conflist'));
-    await waitFor(async () => (await probe(port, '/readyz')).body.includes('fs.inotify.max_user_watches'), 'not ready, naming the sysctl');
+    const { host, daemon } = await symlinkPastTheWatchLimit();
     await waitFor(() => host.isChained(host.disk('/var/lib/cni-a/net.conflist')), 'the target is still chained');
     expect(daemon.child.exitCode).toBe(null);
     // The link is re-created under a temp name and renamed over the old one right after the target's
@@ -77,15 +85,7 @@ describe('hangs and crashes', () => {
   });
 
   itWith(canUnshare, 'user namespaces (unshare -Ur)')('3. that status clears once no link leads into the directory', async () => {
-    const host = new NodeHost();
-    host.putFixture('10-flannel.conflist');
-    mkdirSync(host.disk('/var/lib/cni-a'), { recursive: true });
-    host.put(host.disk('/var/lib/cni-a/net.conflist'), fixture('10-aws.conflist'));
-    const port = await freePort();
-    const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 6 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
-    await daemon.waitLog('started');
-    symlinkSync('/var/lib/cni-a/net.conflist', host.net('05-a.conflist'));
-    await waitFor(async () => (await probe(port, '/readyz')).body.includes('fs.inotify.max_user_watches'), 'not ready, naming the sysctl');
+    const { host, daemon, port } = await symlinkPastTheWatchLimit();
     rmSync(host.net('05-a.conflist'));
     let last = '';
     await waitFor(async () => {
