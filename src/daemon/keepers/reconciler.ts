@@ -103,7 +103,7 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
     }
     this.metaDelegates.reset();
     const present = new Set(names.filter((n) => this.concerns(n) || parkedLinkOriginal(n) !== undefined));
-    for (const known of this.book.names()) if (!present.has(known)) this.forget(known);
+    for (const known of this.book.names()) if (!present.has(known)) this.record(known, GONE);
     this.book.expireGone();
     for (const name of present) this.trigger(name);
     return present.size;
@@ -127,11 +127,6 @@ export class Reconciler implements ConfigKeeper, PassRunner<string> {
   stop(): void {
     this.netDirHandle.retire();
     this.book.stop();
-  }
-
-  /** No config by this name any more: everything kept for it goes (its file's memory after a while). */
-  forget(name: string): void {
-    this.record(name, GONE);
   }
 
   /**
