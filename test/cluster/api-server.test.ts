@@ -301,7 +301,7 @@ describe('the agent with its pod-bound token', () => {
     expect(await apiAnswer(kubeconfigToken(host), '/api/v1/namespaces/default/pods')).toBe(200);
     expect((await daemon.stop()).code).toBe(0);
     expect(host.isChained(CONFIG)).toBe(true);
-    expect(daemon.logs.items.find((l) => l.msg === 'stopping without unchaining: the node stays chained')?.reason).toMatch(/still runs a pod on this node/);
+    expect(daemon.stopReason('kept-chained')).toMatch(/still runs a pod on this node/);
     await waitForPod('node-a', old.name);
   });
 
@@ -332,7 +332,7 @@ describe('the agent with its pod-bound token', () => {
     cp.kubectl(['patch', 'daemonset', '-n', NS, 'linkerd-cni', '--type', 'json', '-p', JSON.stringify([{ op: 'add', path: '/spec/template/spec/affinity', value: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'cni', operator: 'NotIn', values: ['off'] }] }] } } } }])]);
     try {
       expect((await daemon.stop()).code).toBe(0);
-      expect(daemon.logs.items.find((l) => l.msg === 'uninstalling: removing the plugin from every config')?.reason).toMatch(/no longer runs a pod on node node-b: its required node affinity/);
+      expect(daemon.stopReason('uninstalling')).toMatch(/no longer runs a pod on node node-b: its required node affinity/);
       expect(host.read(CONFIG)).toBe(fixture(CONFIG));
       expect(readdirSync(host.netDir)).toEqual([CONFIG]);
       expect(readdirSync(host.binDir)).toEqual([]);
@@ -350,7 +350,7 @@ describe('the agent with its pod-bound token', () => {
     cp.kubectl(['delete', '-k', path.join(repoRoot, 'deploy', 'base'), '--wait=false']);
     expect((await daemon.stop()).code).toBe(0);
     expect(host.read(CONFIG)).toBe(fixture(CONFIG));
-    expect(daemon.logs.items.find((l) => l.msg === 'uninstalling: removing the plugin from every config')).toBeDefined();
+    expect(daemon.stopSteps().map((s) => s.step)).toContain('uninstalling');
     expect(readdirSync(host.netDir)).toEqual([CONFIG]);
     expect(readdirSync(host.binDir)).toEqual([]);
   });

@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, wr
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import type { JsonObject } from '../../src/cni/json.js';
+import { freePort } from '../../bench/free-port.js';
 import { cliFile } from './addon-path.js';
 import { expectedPlugin, fixture, pluginFile } from './fixtures.js';
 import { runProcess, type Finished } from './run-node.js';
@@ -12,6 +13,24 @@ import { tempDir } from './tmp.js';
 import { Inbox, waitFor } from './wait.js';
 
 export type LogLine = Record<string, unknown> & { msg?: string; level?: number };
+
+/**
+ * The steps of a stop, as its lines tell the operator why the node was kept or uninstalled (the
+ * process is gone after them: its log is the account). One table here, so that no test matches the text.
+ */
+export type StopStep = 'taken-over' | 'kept-chained' | 'uninstalling' | 'kept-binaries' | 'unchain-failed';
+const STOP_LINES: Record<string, StopStep> = {
+  'another instance took this node over while the stop was decided: leaving its configuration in place': 'taken-over', // stop.ts
+  'stopping without unchaining: the node stays chained': 'kept-chained', // stop.ts
+  'uninstalling: removing the plugin from every config': 'uninstalling', // stop.ts
+  'keeping the plugin binaries and the kubeconfig': 'kept-binaries', // teardown.ts
+  'stopped, but the plugin is still in these configs: binaries and kubeconfig kept': 'unchain-failed', // cli.ts
+};
+export interface StopAccount {
+  step: StopStep;
+  reason?: string;
+  files?: string[];
+}
 
 const running = new Set<ChildProcess>();
 afterEach(() => {
@@ -24,7 +43,11 @@ export class DaemonProcess {
   stderr = '';
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(readonly child: ChildProcess) {
+  /** `port`: its HEALTH_PORT, when it serves probes. */
+  constructor(
+    readonly child: ChildProcess,
+    readonly port?: number,
+  ) {
     running.add(child);
     let buffered = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -47,8 +70,41 @@ export class DaemonProcess {
     return this.logs.until(test, `log line ${String(match)}`, timeoutMs);
   }
 
+  /** The steps its stop took, in order (StopStep). */
+  stopSteps(): StopAccount[] {
+    return this.logs.items.flatMap((l) => {
+      const step = STOP_LINES[String(l.msg)];
+      return step === undefined ? [] : [{ step, reason: l.reason as string | undefined, files: l.files as string[] | undefined }];
+    });
+  }
+
+  /** Why its stop took `step`, or undefined if it did not. */
+  stopReason(step: StopStep): string | undefined {
+    return this.stopSteps().find((s) => s.step === step)?.reason;
+  }
+
   count(msg: string): number {
     return this.logs.items.filter((l) => l.msg === msg).length;
+  }
+
+  /**
+   * Waits until this instance has stood down for a newer one: alive, and its probes' port let go
+   * (health-port.ts), which is what the kubelet sees of it. Needs a HEALTH_PORT of its own.
+   */
+  async stoodDown(timeoutMs?: number): Promise<void> {
+    const port = this.probesPort();
+    await waitFor(async () => (await readyzStatus(port)) === 0 && this.child.exitCode === null, `the instance on port ${port} standing down`, timeoutMs);
+  }
+
+  /** Waits until this instance answers /readyz 200: it owns the node and every config is chained. */
+  async ready(timeoutMs?: number): Promise<void> {
+    const port = this.probesPort();
+    await waitFor(async () => (await readyzStatus(port)) === 200, `the instance on port ${port} ready`, timeoutMs);
+  }
+
+  private probesPort(): number {
+    if (this.port === undefined) throw new Error('this instance serves no probes: start it with a HEALTH_PORT');
+    return this.port;
   }
 
   async stop(signal: NodeJS.Signals = 'SIGTERM') {
@@ -57,7 +113,7 @@ export class DaemonProcess {
   }
 }
 
-export { freePort } from '../../bench/free-port.js';
+export { freePort };
 
 /** GET from the daemon's health server. */
 export async function probe(port: number, what: '/healthz' | '/readyz' | '/metrics'): Promise<{ status: number; body: string }> {
@@ -79,6 +135,28 @@ export async function metric(port: number, name: string): Promise<number> {
   const line = body.split('\n').find((l) => l.startsWith(`${name} `));
   if (line === undefined) throw new Error(`no sample ${name} in /metrics`);
   return Number(line.slice(name.length + 1));
+}
+
+/** The sum of a metric's samples over all its labels (0 while it has none), e.g. `cni_chainer_resyncs_total`. */
+export async function metricSum(port: number, name: string): Promise<number> {
+  const { body } = await probe(port, '/metrics');
+  return body
+    .split('\n')
+    .filter((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{`))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+/** Waits until the sum of a metric's samples reaches `atLeast`, and returns it. */
+export async function untilMetric(port: number, name: string, atLeast: number, timeoutMs = 10_000): Promise<number> {
+  return waitFor(async () => {
+    const value = await metricSum(port, name);
+    return value >= atLeast && value;
+  }, `${name} >= ${atLeast}`, timeoutMs);
+}
+
+/** The status /readyz answers, or 0 while nothing listens on the port (the daemon starting, or a hand-over). */
+export async function readyzStatus(port: number): Promise<number> {
+  return (await probe(port, '/readyz').catch(() => ({ status: 0 }))).status;
 }
 
 export class NodeHost {
@@ -187,8 +265,10 @@ export class NodeHost {
    */
   start(extra: NodeJS.ProcessEnv = {}, args: string[] = ['run'], prefix: string[] = [], cli = cliFile): DaemonProcess {
     const [command, ...rest] = [...prefix, process.execPath, cli, ...args];
-    const child = spawn(command!, rest, { env: this.env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
-    return new DaemonProcess(child);
+    const env = this.env(extra);
+    const child = spawn(command!, rest, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const port = Number(env.HEALTH_PORT);
+    return new DaemonProcess(child, port > 0 ? port : undefined);
   }
 
   /** Starts the daemon and waits until its first scan is done. */
@@ -196,6 +276,11 @@ export class NodeHost {
     const daemon = this.start(extra);
     await daemon.waitLog('started');
     return daemon;
+  }
+
+  /** started(), serving its probes on a free port of its own (DaemonProcess.ready(), .stoodDown()). */
+  async startedWithProbes(extra: NodeJS.ProcessEnv = {}): Promise<DaemonProcess> {
+    return this.started({ HEALTH_PORT: String(await freePort()), ...extra });
   }
 
   cli(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<Finished> {

@@ -23,7 +23,7 @@ async function symlinkPastTheWatchLimit() {
   host.put(host.disk('/var/lib/cni-a/net.conflist'), fixture('10-aws.conflist'));
   const port = await freePort();
   const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], ['unshare', '-Ur', 'sh', '-c', 'echo 6 > /proc/sys/user/max_inotify_watches && exec "$@"', 'sh']);
-  await daemon.waitLog('started');
+  await daemon.ready();
   symlinkSync('/var/lib/cni-a/net.conflist', host.net('05-a.conflist'));
   await waitFor(async () => (await probe(port, '/readyz')).body.includes('fs.inotify.max_user_watches'), 'not ready, naming the sysctl');
   return { host, daemon, port };
@@ -143,8 +143,8 @@ describe('hangs and crashes', () => {
     const watcher = new InotifyWatcher(host.netDir, IN.IN_OPEN | IN.IN_CREATE, (batch) => events.push(...batch));
     try {
       // Not read from here until the end: this process's reads would be IN_OPEN events too.
-      const daemon = host.start({});
-      await daemon.waitLog((l) => l.msg === 'ready: every config is chained', 60_000);
+      const daemon = host.start({ HEALTH_PORT: String(await freePort()) });
+      await daemon.ready(60_000);
       expect(names.every((name) => host.read(name).includes('linkerd-cni'))).toBe(true);
       await daemon.stop();
       const firstWrite = events.findIndex((e) => (e.mask & IN.IN_CREATE) !== 0 && names.some((name) => e.name.startsWith(`.${name}.cni-chainer-`)));

@@ -8,7 +8,7 @@ import { planUnpatch } from '../../../src/cni/conflist.js';
 import { cliFile, repoRoot } from '../../helpers/addon-path.js';
 import { itWith } from '../../helpers/capability.js';
 import { fixture, fixtureNames } from '../../helpers/fixtures.js';
-import { freePort, NodeHost, readyzLists } from '../../helpers/node-host.js';
+import { freePort, NodeHost, probe, readyzLists, readyzStatus } from '../../helpers/node-host.js';
 import { runProcess } from '../../helpers/run-node.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -53,7 +53,6 @@ describe('start-up', () => {
       // The file lands somewhere between process start and well after the first scan.
       await new Promise((resolve) => setTimeout(resolve, (i * 7) % 120));
       host.putFixture('10-flannel.conflist');
-      await daemon.waitLog('started');
       await waitFor(() => host.isChained('10-flannel.conflist'), `the file chained in start ${i}`);
       await daemon.stop('SIGKILL');
     }
@@ -79,8 +78,9 @@ describe('start-up', () => {
 
   it('waits for a missing net.d, then watches it once it is created', async () => {
     const host = new NodeHost({ netDir: false });
-    const daemon = await host.started();
-    expect(daemon.logs.items.some((l) => l.msg === 'config directory not available: watching the path to it')).toBe(true);
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
+    expect((await probe(port, '/readyz')).body).toContain('/etc/cni/net.d does not resolve inside the host root (ENOENT at /etc)');
     mkdirSync(host.netDir, { recursive: true });
     host.putFixture('10-aws.conflist');
     await waitFor(() => host.isChained('10-aws.conflist'), 'chained after net.d appeared');
@@ -89,14 +89,16 @@ describe('start-up', () => {
 
   it('waits through several missing levels (/etc and /etc/cni do not exist either)', async () => {
     const host = new NodeHost({ netDir: false });
-    const daemon = await host.started();
-    const waiting = (missing: string) => (l: { msg?: unknown; reason?: unknown }) =>
-      l.msg === 'config directory not available: watching the path to it' && String(l.reason).includes(`ENOENT at ${missing})`);
-    await daemon.waitLog(waiting('/etc'));
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
+    // /readyz names the missing level the watch waits on, one level further each time.
+    const waiting = (missing: string) =>
+      waitFor(async () => (await probe(port, '/readyz')).body.includes(`(ENOENT at ${missing})`), `/readyz: waiting for ${missing}`);
+    await waiting('/etc');
     mkdirSync(path.dirname(path.dirname(host.netDir)));
-    await daemon.waitLog(waiting('/etc/cni'));
+    await waiting('/etc/cni');
     mkdirSync(path.dirname(host.netDir));
-    await daemon.waitLog(waiting('/etc/cni/net.d'));
+    await waiting('/etc/cni/net.d');
     mkdirSync(host.netDir);
     host.putFixture('10-flannel.conflist');
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
@@ -210,7 +212,7 @@ describe('health endpoints', () => {
     host.putFixture('10-calico.conflist');
     const port = 20_000 + ((process.pid + 7) % 20_000);
     const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], [], path.join(app, 'dist', 'cni-chainer.mjs'));
-    await daemon.waitLog('started');
+    await waitFor(async () => (await readyzStatus(port)) === 200, 'ready');
     const get = async (p: string) => {
       const res = await fetch(`http://127.0.0.1:${port}${p}`);
       return { status: res.status, body: await res.text() };
@@ -218,7 +220,6 @@ describe('health endpoints', () => {
     const failed = await get('/metrics');
     expect(failed.status).toBe(500);
     expect(failed.body).toContain('cni-chainer-prometheus.mjs');
-    await daemon.waitLog((l) => l.msg === 'health server: request failed' && l.url === '/metrics');
     expect(await get('/healthz')).toEqual({ status: 200, body: 'ok\n' });
     expect((await get('/readyz')).status).toBe(200);
     expect(host.isChained('10-calico.conflist')).toBe(true);

@@ -4,9 +4,13 @@ import { closeSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readd
 import { describe, expect, it } from 'vitest';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
-import { freePort, NodeHost, readyzLists } from '../../helpers/node-host.js';
+import { freePort, NodeHost, probe, readyzLists, untilMetric } from '../../helpers/node-host.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { waitFor } from '../../helpers/wait.js';
+
+/** Waits until /readyz says net.d is gone: its path no longer resolves to a directory. */
+const netDirGone = (port: number) =>
+  waitFor(async () => /\/etc\/cni\/net\.d (does not resolve|is not a directory|disappeared)|config directory missing/.test((await probe(port, '/readyz')).body), '/readyz: net.d gone');
 
 describe('events', () => {
   it('chains a config created by rename, and one rewritten in place', async () => {
@@ -79,10 +83,11 @@ describe('events', () => {
   it('watches net.d again after it is deleted and re-created', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
-    const daemon = await host.started();
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
     host.removeNetDir();
-    await daemon.waitLog('config directory is gone: following its path');
+    await netDirGone(port);
     mkdirSync(host.netDir);
     host.putFixture('10-calico.conflist');
     await waitFor(() => host.isChained('10-calico.conflist'), 'chained in the new net.d');
@@ -92,14 +97,15 @@ describe('events', () => {
   it('follows net.d when its parent reports the removal first (net.d held open: no IN_DELETE_SELF yet)', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
-    const daemon = await host.started();
+    const port = await freePort();
+    await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
     // An open fd keeps the removed directory's dentry busy: the kernel sends IN_DELETE_SELF only at its
     // close, after the parent's IN_DELETE. A pass that has net.d open at the rmdir does the same.
     const held = openSync(host.netDir, 'r');
     try {
       host.removeNetDir();
-      await daemon.waitLog('config directory is gone: following its path');
+      await netDirGone(port);
       mkdirSync(host.netDir);
       host.putFixture('10-calico.conflist');
       await waitFor(() => host.isChained('10-calico.conflist'), 'chained in the new net.d');
@@ -110,7 +116,8 @@ describe('events', () => {
 
   it('rescans after an inotify queue overflow', async () => {
     const host = new NodeHost();
-    const daemon = await host.started();
+    const port = await freePort();
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
     daemon.child.kill('SIGSTOP'); // nothing is read while stopped: the kernel queue fills up
     try {
       const limit = Number(await import('node:fs').then((fs) => fs.readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8')));
@@ -121,7 +128,7 @@ describe('events', () => {
     } finally {
       daemon.child.kill('SIGCONT');
     }
-    await daemon.waitLog('inotify queue overflowed: rescanning');
+    await untilMetric(port, 'cni_chainer_overflows_total', 1);
     await waitFor(() => host.isChained('10-flannel.conflist') && host.isChained('10-aws.conflist'), 'both chained by the rescan');
   });
 

@@ -7,18 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
 import { canChattr, temps } from '../../helpers/hostile.js';
-import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+import { freePort, NodeHost, probe, readyzStatus } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 describe('nodes never left broken', () => {
   it('rollback: the older instance takes the node back within seconds when the newer one exits', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
-    const a = await host.started();
+    const a = await host.startedWithProbes();
     const b = await host.started();
-    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    await a.stoodDown();
     expect((await b.stop()).code).toBe(0); // B's cleanup removes the plugin, binary and kubeconfig
-    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 15_000);
+    await a.ready(15_000);
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained again by A');
     await waitFor(() => existsSync(path.join(host.binDir, 'linkerd-cni')) && existsSync(host.net('ZZZ-linkerd-cni-kubeconfig')), 'binary and kubeconfig back');
     host.putFixture('10-aws.conflist');
@@ -34,26 +34,25 @@ describe('nodes never left broken', () => {
     // B starts while A holds the port: A lets go on standing down, and B waits for the port if it
     // comes first (that wait is timed in test/daemon/health-port.test.ts).
     const b = await host.started({ HEALTH_PORT: String(port) });
-    await a.waitLog((l) => l.msg === 'released HEALTH_PORT to the instance that took over');
-    await b.waitLog((l) => l.msg === 'health server listening');
-    await waitFor(async () => (await probe(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'B answers ready on the port');
+    // B answers on the port: A let it go (with A still on it, B would wait, and nothing would answer
+    // for both), and no one else could have it.
+    await b.ready();
+    expect(a.child.exitCode).toBe(null);
     // Rollback: B goes, A takes the node and the port back.
     expect((await b.stop()).code).toBe(0);
-    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 15_000);
-    await waitFor(async () => (await probe(port, '/readyz').catch(() => ({ status: 0 }))).status === 200, 'A answers ready on the port again');
-    await waitFor(() => a.count('health server listening') === 2, 'A listening again');
+    await a.ready(15_000);
   }, 30_000);
 
   it('rollback after the newer instance was killed: taken back at once (the kernel drops its lock)', async () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
-    const a = await host.started();
+    const a = await host.startedWithProbes();
     const b = await host.started();
-    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    await a.stoodDown();
     await b.stop('SIGKILL');
     host.putFixture('10-aws.conflist');
     // Earlier versions waited for a heartbeat to go 10 s stale; the lock goes with the process.
-    await a.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 5_000);
+    await a.ready(5_000);
     await waitFor(() => host.isChained('10-aws.conflist'), 'chained by A');
   }, 30_000);
 
@@ -69,14 +68,26 @@ describe('nodes never left broken', () => {
       renameSync(`${owner}.new`, owner);
     };
     stale();
-    const a = await host.started();
+    const a = await host.startedWithProbes();
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
-    stale();
-    // Claimed again, never stood down for: the agent keeps chaining.
-    await waitFor(() => JSON.parse(readFileSync(owner, 'utf8')).instance !== 'no-lock', 'the node claimed again');
-    host.putFixture('10-aws.conflist');
-    await waitFor(() => host.isChained('10-aws.conflist'), 'a new config chained');
-    expect(a.logs.items.some((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'))).toBe(false);
+    // Standing down lets go of the probes' port: sampled all through, it is never let go.
+    const statuses: number[] = [];
+    let sampling = true;
+    const sampled = (async () => {
+      while (sampling) statuses.push(await readyzStatus(a.port!));
+    })();
+    try {
+      stale();
+      // Claimed again, never stood down for: the agent keeps chaining.
+      await waitFor(() => JSON.parse(readFileSync(owner, 'utf8')).instance !== 'no-lock', 'the node claimed again');
+      host.putFixture('10-aws.conflist');
+      await waitFor(() => host.isChained('10-aws.conflist'), 'a new config chained');
+    } finally {
+      sampling = false;
+      await sampled;
+    }
+    expect(statuses.length).toBeGreaterThan(0);
+    expect(statuses).not.toContain(0);
     expect((await a.stop()).code).toBe(0);
     expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
   });
@@ -90,8 +101,7 @@ describe('nodes never left broken', () => {
     try {
       const { code } = await daemon.stop();
       expect(code).toBe(1);
-      const line = daemon.logs.items.find((l) => l.msg === 'stopped, but the plugin is still in these configs: binaries and kubeconfig kept');
-      expect(line?.files).toEqual(['10-flannel.conflist']);
+      expect(daemon.stopSteps().find((s) => s.step === 'unchain-failed')?.files).toEqual(['10-flannel.conflist']);
       expect(existsSync(path.join(host.binDir, 'linkerd-cni'))).toBe(true);
       expect(host.holdsPlugin('10-flannel.conflist')).toBe(true);
       const uninstall = await host.cli(['uninstall']);

@@ -37,10 +37,10 @@ describe('the owner lock', () => {
     const host = new NodeHost();
     host.putFixture('10-flannel.conflist');
     // Two pool threads: without waits of their own, the lock waits would take both at the second file.
-    const daemon = await host.started({ UV_THREADPOOL_SIZE: '2' });
+    const daemon = await host.startedWithProbes({ UV_THREADPOOL_SIZE: '2' });
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
     await lockedOwner(host, 'attacker-0');
-    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over') && l.owner === 'attacker-0');
+    await daemon.stoodDown();
     // Standing by, the agent waits on each new owner file's lock in turn.
     for (let i = 1; i < 8; i++) {
       await lockedOwner(host, `attacker-${i}`);
@@ -49,7 +49,7 @@ describe('the owner lock', () => {
     // The last one lets go (its holder dies): the agent takes the node back and chains, with every
     // earlier holder still holding its lock.
     kill(holders.at(-1)!);
-    await daemon.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'), 15_000);
+    await daemon.ready(15_000);
     host.putFixture('10-aws.conflist');
     await waitFor(() => host.isChained('10-aws.conflist'), 'a new config chained after the take-back', 10_000);
     expect((await daemon.stop()).code).toBe(0);

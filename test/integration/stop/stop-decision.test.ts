@@ -3,7 +3,7 @@
 // (test/fixtures/api/); the node's credential that outlives the pod (docs/design.md, The node's
 // credential); and without an API server, the hand-over to an instance standing by. The real CLI,
 // real files. The decision table itself is unit-tested row by row (test/kube/stop-decision.test.ts).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ACCESS_REVIEW, DAEMONSET, NODE, POD, RecordedApi, TOKEN_REQUEST, tokenAnswer, type Answers } from '../../helpers/api-answers.js';
@@ -17,8 +17,8 @@ const KUBECONFIG = 'ZZZ-linkerd-cni-kubeconfig';
 
 const binary = (host: NodeHost) => existsSync(path.join(host.binDir, 'linkerd-cni'));
 const kubeconfigToken = (host: NodeHost) => JSON.parse(/^\s*token: (".*")$/m.exec(readFileSync(host.net(KUBECONFIG), 'utf8'))![1]!) as string;
-const keptReason = (daemon: DaemonProcess) => daemon.logs.items.find((l) => l.msg === 'stopping without unchaining: the node stays chained')?.reason as string | undefined;
-const uninstallReason = (daemon: DaemonProcess) => daemon.logs.items.find((l) => l.msg === 'uninstalling: removing the plugin from every config')?.reason as string | undefined;
+const keptReason = (daemon: DaemonProcess) => daemon.stopReason('kept-chained');
+const uninstallReason = (daemon: DaemonProcess) => daemon.stopReason('uninstalling');
 
 /** The agent as the DaemonSet's pod on node-1, with its projected token and the API server's answers. */
 async function agent(answers: Record<string, Answers>, options: { pod?: string; extra?: NodeJS.ProcessEnv; host?: NodeHost; api?: RecordedApi } = {}) {
@@ -45,21 +45,20 @@ describe("the node's credential outlives the pod", () => {
     expect(kubeconfigToken(host)).toBe(bound);
     // The next pod: the node token on disk fits this node and account, so nothing is asked or written.
     const asked = api.requests.length;
+    const written = statSync(host.net(KUBECONFIG));
     const next = await host.started({ ...api.env(), NODE_NAME: 'node-1', POD_NAME: 'linkerd-cni-n3xt1' });
-    await next.waitLog('the kubeconfig carries a token bound to this node: keeping it');
     await waitFor(() => api.requests.slice(asked).some((r) => `${r.method} ${r.url}`.startsWith('GET /api/v1/namespaces/linkerd-cni/pods/')), 'the owner asked');
     expect(api.requests.slice(asked).filter((r) => `${r.method} ${r.url}` === TOKEN_REQUEST)).toEqual([]);
     expect(kubeconfigToken(host)).toBe(bound);
-    expect(next.count('wrote kubeconfig')).toBe(0);
+    expect([statSync(host.net(KUBECONFIG)).ino, statSync(host.net(KUBECONFIG)).mtimeMs]).toEqual([written.ino, written.mtimeMs]);
     expect((await next.stop()).code).toBe(0);
   });
 
   it("a token request refused (old RBAC): the kubeconfig keeps the pod's token, said once, and asked again later", async () => {
     const { host, api, daemon, pod } = await agent({ ...STANDARD, [TOKEN_REQUEST]: { status: 403, fixture: 'forbidden.json' } });
-    await daemon.waitLog('cannot get a token bound to this node: the kubeconfig keeps the token it has (the pod\'s own dies with this pod)');
-    expect(kubeconfigToken(host)).toBe(pod);
     // Retried after ~1 s, then ~2 s: the same problem is not logged again.
     await waitFor(() => api.requests.filter((r) => `${r.method} ${r.url}` === TOKEN_REQUEST).length >= 2, 'asked again', 5_000);
+    expect(kubeconfigToken(host)).toBe(pod);
     expect(daemon.count('cannot get a token bound to this node: the kubeconfig keeps the token it has (the pod\'s own dies with this pod)')).toBe(1);
     expect((await daemon.stop()).code).toBe(0);
   });
@@ -181,17 +180,17 @@ describe('without an API server', () => {
   it('hands the node to an instance standing by without unchaining it, sampled every 20 ms', async () => {
     const host = new NodeHost({ token: false });
     host.putFixture(CONFIG);
-    const older = await host.started();
+    const older = await host.startedWithProbes();
     await waitFor(() => host.isChained(CONFIG), 'chained');
     const newer = await host.started();
-    await older.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('a newer instance has taken over'));
+    await older.stoodDown();
     let unchainedSamples = 0;
     const sampler = setInterval(() => {
       if (!host.isChained(CONFIG)) unchainedSamples++;
     }, 20);
     try {
       expect((await newer.stop()).code).toBe(0);
-      await older.waitLog((l) => typeof l.msg === 'string' && l.msg.startsWith('the instance that had taken over this node is gone'));
+      await older.ready();
       // The older one maintains the node again: a config that appears now is chained.
       host.putFixture('10-aws.conflist');
       await waitFor(() => host.isChained('10-aws.conflist'), 'chained by the instance that took the node back');
@@ -199,7 +198,7 @@ describe('without an API server', () => {
       clearInterval(sampler);
     }
     expect(unchainedSamples).toBe(0);
-    expect(newer.logs.items.find((l) => l.msg === 'stopping without unchaining: the node stays chained')?.reason).toContain('stands by');
+    expect(keptReason(newer)).toContain('stands by');
     // The last one out cleans up.
     expect((await older.stop()).code).toBe(0);
     expect(host.read(CONFIG)).toBe(fixture(CONFIG));

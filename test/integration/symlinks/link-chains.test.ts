@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
 import { canMount } from '../../helpers/hostile.js';
-import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+import { freePort, NodeHost, probe, readyzStatus } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const canSetfattr = spawnSync('setfattr', ['--version']).status === 0;
@@ -24,7 +24,7 @@ describe('stalls and bloat', () => {
     for (let k = 0; k < 40; k++) symlinkSync('/var/chain/h0', host.net(`2${String(k).padStart(2, '0')}-chain.conflist`));
     const port = await freePort();
     const daemon = host.start({ HEALTH_PORT: String(port) });
-    await daemon.waitLog('health server listening');
+    await waitFor(async () => (await readyzStatus(port)) !== 0, 'probes served');
     // Every probe during and after the scan answers, each within the kubelet's 1 s timeout.
     let slowest = 0;
     for (let i = 0; i < 20; i++) {
