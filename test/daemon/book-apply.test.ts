@@ -62,6 +62,18 @@ describe('ConfigBook.apply: each outcome, what it records, says and counts', () 
     expect(t.readiness.report().ready).toBe(true);
   });
 
+  it('a problem whose write landed all the same (a shadowed owned copy): recorded and counted, the problem stays and is said once', () => {
+    const t = book();
+    const shadowed: PassOutcome = { kind: 'problem', status: 'error', detail: '00-a.conflist sorts before the copy', landed: { name: NAME, digest: 'd2', since: undefined, target: undefined, spare: false } };
+    t.b.apply(NAME, shadowed);
+    t.b.apply(NAME, problem('error', '00-a.conflist sorts before the copy'));
+    expect(t.b.holdsOurWrite(t.b.file(NAME), 'd2')).toBe(true);
+    expect(t.metrics.patches.value).toBe(1);
+    expect(t.metrics.patchLatency.count).toBe(0); // no event time to measure from
+    expect(t.status()).toMatchObject({ status: 'error', detail: '00-a.conflist sorts before the copy' });
+    expect(t.said(IN_PLACE_WORDS.problem)).toHaveLength(1);
+  });
+
   it('the burst line is written at stop, not lost', () => {
     const t = book();
     t.b.apply(NAME, landed());

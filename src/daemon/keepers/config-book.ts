@@ -69,6 +69,7 @@ export class ConfigBook {
         else this.backoff(name, `${this.words.written} in a fight (${FIGHT_CAUSE}); checking that it holds`, this.fights.settleMs + 1);
         return;
       case 'problem':
+        if (outcome.landed !== undefined) this.landed(name, outcome.landed);
         this.problem(name, outcome.status, outcome.detail);
         if (outcome.retryMs !== undefined) this.retryLater(name, outcome.retryMs);
         return;
@@ -203,7 +204,7 @@ export class ConfigBook {
   /** A patch this pass landed: recorded (for the fight rule and our own write's event), counted, logged. */
   private landed(fileKey: string, landed: Landed): void {
     this.wrote(fileKey, landed.digest);
-    this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - landed.since) / 1e9);
+    if (landed.since !== undefined) this.deps.metrics.patchLatency.observe(Number(process.hrtime.bigint() - landed.since) / 1e9);
     this.deps.metrics.patches.inc();
     // One line per file at debug; at info, one summary per burst.
     this.deps.log.debug({ file: landed.name, target: landed.target, spare: landed.spare }, 'chained plugin into config');

@@ -191,10 +191,7 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
     // The runtime loads the first libcni name: ours must sort before the primary and before anything
     // else that is not a meta-plugin's config.
     const before = listed.filter((c) => !metas.includes(c) && compareNames(c.name, ownedName) < 0);
-    const shadowed = before.length > 0;
-    if (shadowed) {
-      this.book.apply(ownedName, problem('error', `${before[0]!.name} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`));
-    }
+    const shadowedBy = before[0]?.name;
     // A meta-plugin the runtime loads before our copy runs its delegate, not our copy.
     for (const meta of metas.filter((m) => compareNames(m.name, ownedName) < 0)) {
       this.book.apply(meta.name, await keepMeta(this.deps, dir, meta.name, meta.read as Extract<EntryRead, { kind: 'file' }>, ownedName));
@@ -205,8 +202,10 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
       return this.book.apply(ownedName, problem('error', `${ownedName} would sort before the meta-plugin config ${bypassed.name} and bypass it: set CNI_OWNED_CONFIG_NAME`));
     }
     const outcome = await this.writeCopy(dir, ownedName, primary);
-    // A shadowed copy keeps the problem said above, whatever its write did.
-    if (!shadowed || outcome.kind !== 'written') this.book.apply(ownedName, outcome);
+    if (shadowedBy === undefined || outcome.kind !== 'written') return this.book.apply(ownedName, outcome);
+    // A shadowed copy in place is still not loaded: the problem stays, its write recorded all the same.
+    const detail = `${shadowedBy} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`;
+    this.book.apply(ownedName, outcome.landed === undefined ? problem('error', detail) : { kind: 'problem', status: 'error', detail, landed: outcome.landed });
   }
 
   /** The primary's copy with the plugin appended, written unless it is in place as it should be. */
@@ -230,10 +229,8 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
     if (backoff !== undefined) return backoff;
     const result = await writeFileAtomic(dir, ownedName, bytes, { ...owner, noReplace: current.kind === 'missing' });
     if (result === 'stale') return STALE_WRITE; // something appeared under our name meanwhile: look again
-    this.book.wrote(ownedName, digest);
-    this.deps.metrics.patches.inc();
-    this.deps.log.info({ file: ownedName, primary: primary.name }, 'owned config follows the primary');
-    return written(ownedName);
+    // The book records it, counts it and says it (config-book.ts).
+    return { kind: 'written', fileKey: ownedName, landed: { name: ownedName, digest, since: undefined, target: undefined, spare: false } };
   }
 
   /** The primary's content with the plugin appended, and the owner its copy gets; or why there is none. */

@@ -13,8 +13,8 @@ export interface Landed {
   name: string;
   /** sha256 of the bytes written, kept when the file is in a fight (in-place-write.ts, PatchJob.fighting). */
   digest: string | undefined;
-  /** When the pass's first event arrived (the patch latency metric). */
-  since: bigint;
+  /** When the pass's first event arrived (the patch latency metric); undefined: not known (owned mode's sync). */
+  since: bigint | undefined;
   /** The host path written when it is outside net.d. */
   target: string | undefined;
   /** Landed from a spare prepared beforehand (spares.ts). */
@@ -35,8 +35,11 @@ export type PassOutcome =
    * (fight-detector.ts). `landed` when this pass wrote it; undefined for the event of an earlier write.
    */
   | { kind: 'written'; fileKey: string; landed: Landed | undefined }
-  /** Left as it is: on /readyz, logged once per change; `retryMs` when the cause is passing. */
-  | { kind: 'problem'; status: ProblemStatus; detail: string; retryMs?: number }
+  /**
+   * Left as it is: on /readyz, logged once per change; `retryMs` when the cause is passing. `landed`: a
+   * write of ours landed all the same (owned mode's copy, shadowed by a config that sorts first).
+   */
+  | { kind: 'problem'; status: ProblemStatus; detail: string; retryMs?: number; landed?: Landed }
   /** A status that is no problem, or one that needs no log line. */
   | { kind: 'quiet'; status: QuietStatus; detail?: string }
   /** The fight rule holds the write back; `fightStartedMs` > 0: this backoff starts a fight (its one warning). */
