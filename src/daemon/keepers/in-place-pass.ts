@@ -1,12 +1,12 @@
 // Steps (1) to (3) of an in-place pass (reconciler.ts): what one pass decides for a config name. It
-// classifies the name, reads the file behind it and decides (pass-effects.ts): an outcome, the write
-// or removal that is due (the executor carries it out, pass-executor.ts), or, where more than one
+// classifies the name, reads the file behind it and decides (the content's step is the pure table of
+// plan-config.ts; the binary and the fight rule are asked after it): an outcome, the write or removal
+// that is due (pass-effects.ts; the executor carries it out, pass-executor.ts), or, where more than one
 // write is waited on (a conversion, a file opened outside net.d), a promise of an outcome. It writes,
 // removes, records and logs nothing itself: what a pass changes beyond the file it reads is data in
 // its outcome (pass-outcome.ts), applied by the book.
 import { planPatch } from '../../cni/conflist.js';
-import { delegationProblem } from '../../cni/meta-plugin.js';
-import { conflistName, isConfigName, parkedLinkOriginal } from '../../cni/names.js';
+import { isConfigName, parkedLinkOriginal } from '../../cni/names.js';
 import { ownerOf, readEntry, type EntryRead } from '../../fs/bounded-read.js';
 import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
@@ -16,9 +16,10 @@ import type { ConfigBook } from './config-book.js';
 import type { KeeperDeps } from './config-keeper.js';
 import { findDelegate, findLinked, findParked, notOurs, plainSource, unreadable, type Found, type Source, type SourceContext } from './config-sources.js';
 import type { Decision, UnlinkJob } from './pass-effects.js';
+import { planConfig } from './plan-config.js';
 import type { PassExecutor } from './pass-executor.js';
 import type { MetaDelegates } from './meta-delegates.js';
-import { CHAINED, GONE, problem, quiet, written, type PassOutcome } from './pass-outcome.js';
+import { GONE, problem, quiet, written, type PassOutcome } from './pass-outcome.js';
 import { PrimaryScope } from './primary-scope.js';
 import type { SymlinkTargets } from './symlink-targets.js';
 
@@ -103,9 +104,8 @@ export class InPlacePass {
     return decision;
   }
 
-  /** (3) decide: the outcome, the write that is due, or a promise of an outcome (a conversion, a delegate elsewhere). */
+  /** (3) decide (plan-config.ts): the outcome, the write that is due, or a promise of an outcome (a conversion, a delegate elsewhere). */
   private decide(netDir: Dir, name: string, source: Source, read: EntryRead & { kind: 'file' }, since: bigint): Decision {
-    const { plugin } = this.deps;
     const content = read.bytes;
     const fileKey = `${source.dir.disk}/${source.name}`;
     this.book.fileIsThere(fileKey);
@@ -114,20 +114,29 @@ export class InPlacePass {
     const digest = sha256(content);
     if (this.book.holdsOurWrite(record, digest)) return written(fileKey); // the event of our own write
 
-    const plan = planPatch(content, plugin);
+    const plan = planPatch(content, this.deps.plugin);
+    // What the pass looked at: where a meta-plugin delegates, and that a regular file in net.d leads
+    // nowhere else (the target watches, symlink-targets.ts).
     if (source.metaDelegate !== true && source.dir.disk === netDir.disk) this.metaDelegates.planned(name, plan);
-    // A regular file in net.d leads nowhere else (a meta-plugin's pass says where it delegates).
     if (source.linkText === undefined && source.metaDelegate !== true && plan.action !== 'delegates') this.targets.remove(name);
-    // Half-written or broken: left as it is; the write that completes it brings another event.
-    if (plan.action === 'invalid') return problem('invalid', `${plan.reason} [sha256 ${digest.slice(0, 12)}]`);
-    if (plan.action === 'refuse') return problem('error', plan.reason);
-    if (plan.action === 'delegates') {
-      if (source.metaDelegate === true) return problem('error', delegationProblem.nested);
+    const step = planConfig(plan, {
+      name,
+      plainInNetDir: source.dir === netDir && source.linkText === undefined,
+      metaDelegate: source.metaDelegate,
+      digest,
+      readBy: () => this.metaDelegates.readerOf(netDir, source),
+    });
+    switch (step.kind) {
+      case 'outcome':
+        return step.outcome;
       // Inside the hold (patch): the meta config's bytes stay counted while its delegate is written.
-      return this.patchFound(netDir, name, findDelegate(this.sources, name, plan.delegation));
+      case 'delegate':
+        return this.patchFound(netDir, name, findDelegate(this.sources, name, step.delegation));
+      case 'remove':
+        return { kind: 'unlink', dir: netDir, name, expect: content, then: { kind: 'gone', rescan: false, removed: step.removed } };
+      case 'patch':
+        break;
     }
-    if (plan.action === 'none') return CHAINED;
-    if (plan.action === 'plugin-alone') return this.pluginAlone(netDir, name, source, content);
     // Never chain without the plugin's binary (plugin-binary.ts): the pod would fail, or start
     // unmeshed. The reinstall that brings it back rescans.
     const noBinary = this.deps.binary.problem();
@@ -136,42 +145,9 @@ export class InPlacePass {
     const rewrittenAfterOurPatch = record !== undefined;
     const backoff = this.book.fightRule(record, rewrittenAfterOurPatch);
     if (backoff !== undefined) return backoff;
-
     const owner = ownerOf(read);
-    // A single-plugin config becomes a conflist of the same stem; any other keeps its name.
-    const destName = plan.upgraded ? conflistName(parkedLinkOriginal(name) ?? name) : name;
-    if (plan.upgraded && destName === name) {
-      // libcni matches `.conf` case-sensitively: the runtime never loads `X.CONF`, and a conversion
-      // would turn it into the `.conflist` it loads first. Left as it is, and harmless as it is.
-      return quiet('not-loaded', 'a single-plugin config the runtime does not load (libcni matches .conf, .conflist and .json case-sensitively): left as it is');
-    }
-    if (destName !== name) {
-      // Multus reads its delegate by path at every ADD: a converted .conf would be a missing file.
-      const readBy = source.metaDelegate === true ? name : this.metaDelegates.readerOf(netDir, source);
-      if (readBy !== undefined) {
-        return problem('error', `${readBy} (a meta-plugin) reads this single-plugin config by path: converting it to a .conflist would break it; make the primary write a conflist`);
-      }
-      return convertConf(this.conversion, netDir, name, destName, source, fileKey, content, plan.bytes, owner);
-    }
+    if (step.destName !== name) return convertConf(this.conversion, netDir, name, step.destName, source, fileKey, content, step.bytes, owner);
     // (4) write: the pass starts it (runPass)
-    return { kind: 'write', netDir, name, source, fileKey, content, digest, bytes: plan.bytes, owner, since, rewrite: rewrittenAfterOurPatch, fighting: this.book.isFighting(record), held: 0 };
-  }
-
-  /**
-   * A config of the chained plugin alone is no network. linkerd's installer once wrote one, its
-   * "interface mode" `01-linkerd-cni.conf`, and its later versions delete it at start: an operator
-   * moving from them expects the same, and the runtime would load it first and fail every pod. That
-   * name, in net.d itself and unchanged since it was read, goes; any other such config is left alone
-   * and not ready, saying why.
-   */
-  private pluginAlone(netDir: Dir, name: string, source: Source, content: Buffer): PassOutcome | UnlinkJob {
-    if (name !== INTERFACE_MODE_LEFTOVER || source.dir !== netDir || source.linkText !== undefined) {
-      return problem('error', 'a config of the chained plugin alone is no network (left by linkerd-cni\'s interface mode?): remove it');
-    }
-    const removed = { file: name, why: "removed linkerd-cni's interface-mode config, as linkerd's installer does: the plugin alone is no network, and the runtime would load it first" };
-    return { kind: 'unlink', dir: netDir, name, expect: content, then: { kind: 'gone', rescan: false, removed } };
+    return { kind: 'write', netDir, name, source, fileKey, content, digest, bytes: step.bytes, owner, since, rewrite: rewrittenAfterOurPatch, fighting: this.book.isFighting(record), held: 0 };
   }
 }
-
-/** The file linkerd-cni's interface mode wrote, and its installer deletes at start. */
-const INTERFACE_MODE_LEFTOVER = '01-linkerd-cni.conf';
