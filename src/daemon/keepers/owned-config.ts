@@ -19,7 +19,7 @@
 //   cni.exclusive renames every other config to `.cilium_bak`) is a fight: the copy is written at the
 //   fight rule's backoff rate, and readiness names the cause and the fix.
 import { planPatch } from '../../cni/conflist.js';
-import { compareNames, isLibcniName, isOwnedCopyName, ownedNameFor } from '../../cni/names.js';
+import { isLibcniName, isOwnedCopyName, ownedNameFor } from '../../cni/names.js';
 import { loadOrder, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { NAME_MAX } from '../../fs/temp-names.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
@@ -33,6 +33,7 @@ import { ConfigBook } from './config-book.js';
 import type { ConfigKeeper, KeeperDeps } from './config-keeper.js';
 import { holdsPlugin, removeOwnedCopies } from './owned-copies.js';
 import { isMeta, keepMeta } from './owned-meta.js';
+import { placeOwnedCopy } from './owned-placement.js';
 import { STALE_WRITE, problem, written, type PassOutcome } from './pass-outcome.js';
 import { openLinkTarget, SymlinkTargets } from './symlink-targets.js';
 import { monotonicMs } from '../../monotonic-ms.js';
@@ -42,7 +43,6 @@ import { monotonicMs } from '../../monotonic-ms.js';
 const SYNC = 'sync';
 const PRIMARY_LINK = 'primary';
 const UNNAMED = 'owned';
-
 
 /** A config the runtime may load, as one sync sees it. */
 interface Listed extends ConfigEntry {
@@ -188,23 +188,18 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
       return this.book.apply(ownedName.slice(0, 64), problem('error', `the owned copy of ${primary.name} would need a name over ${NAME_MAX} bytes: set CNI_OWNED_CONFIG_NAME`));
     }
 
-    // The runtime loads the first libcni name: ours must sort before the primary and before anything
-    // else that is not a meta-plugin's config.
-    const before = listed.filter((c) => !metas.includes(c) && compareNames(c.name, ownedName) < 0);
-    const shadowedBy = before[0]?.name;
+    const place = placeOwnedCopy(listed, (c) => metas.includes(c), primary.name, ownedName);
     // A meta-plugin the runtime loads before our copy runs its delegate, not our copy.
-    for (const meta of metas.filter((m) => compareNames(m.name, ownedName) < 0)) {
+    for (const meta of place.metasBefore) {
       this.book.apply(meta.name, await keepMeta(this.deps, dir, meta.name, meta.read as Extract<EntryRead, { kind: 'file' }>, ownedName));
     }
-    // One that sorts after our copy but before the primary would be bypassed by our copy.
-    const bypassed = metas.find((m) => compareNames(m.name, ownedName) > 0 && compareNames(m.name, primary.name) < 0);
-    if (bypassed !== undefined) {
-      return this.book.apply(ownedName, problem('error', `${ownedName} would sort before the meta-plugin config ${bypassed.name} and bypass it: set CNI_OWNED_CONFIG_NAME`));
+    if (place.bypasses !== undefined) {
+      return this.book.apply(ownedName, problem('error', `${ownedName} would sort before the meta-plugin config ${place.bypasses.name} and bypass it: set CNI_OWNED_CONFIG_NAME`));
     }
     const outcome = await this.writeCopy(dir, ownedName, primary);
-    if (shadowedBy === undefined || outcome.kind !== 'written') return this.book.apply(ownedName, outcome);
+    if (place.shadowedBy === undefined || outcome.kind !== 'written') return this.book.apply(ownedName, outcome);
     // A shadowed copy in place is still not loaded: the problem stays, its write recorded all the same.
-    const detail = `${shadowedBy} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`;
+    const detail = `${place.shadowedBy.name} sorts before ${ownedName}: the runtime would not load the owned config first (set CNI_OWNED_CONFIG_NAME)`;
     this.book.apply(ownedName, outcome.landed === undefined ? problem('error', detail) : { kind: 'problem', status: 'error', detail, landed: outcome.landed });
   }
 
