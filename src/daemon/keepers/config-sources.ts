@@ -16,11 +16,7 @@ import { GONE, UNCHANGED, problem, quiet, type PassOutcome } from './pass-outcom
 import type { UnlinkJob } from './pass-effects.js';
 import { openDelegate, openLinkTarget, type SymlinkTargets } from './symlink-targets.js';
 
-/**
- * The file behind a config name: the directory it lives in (open), and its name there. Every field is
- * always set, so that every Source has one hidden class: a storm's passes read them in code that
- * would otherwise see a shape per kind of source.
- */
+/** The file behind a config name: the directory it lives in (open), and its name there. Every field is always set. */
 export interface Source {
   dir: Dir;
   name: string;
