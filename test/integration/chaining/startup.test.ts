@@ -8,7 +8,7 @@ import { planUnpatch } from '../../../src/cni/conflist.js';
 import { cliFile, repoRoot } from '../../helpers/addon-path.js';
 import { itWith } from '../../helpers/capability.js';
 import { fixture, fixtureNames } from '../../helpers/fixtures.js';
-import { freePort, NodeHost, probe, readyzLists, readyzStatus } from '../../helpers/node-host.js';
+import { freePort, NodeHost, probe, readyzLists } from '../../helpers/node-host.js';
 import { runProcess } from '../../helpers/run-node.js';
 import { tempDir } from '../../helpers/tmp.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -212,7 +212,7 @@ describe('health endpoints', () => {
     host.putFixture('10-calico.conflist');
     const port = 20_000 + ((process.pid + 7) % 20_000);
     const daemon = host.start({ HEALTH_PORT: String(port) }, ['run'], [], path.join(app, 'dist', 'cni-chainer.mjs'));
-    await waitFor(async () => (await readyzStatus(port)) === 200, 'ready');
+    await daemon.ready();
     const get = async (p: string) => {
       const res = await fetch(`http://127.0.0.1:${port}${p}`);
       return { status: res.status, body: await res.text() };

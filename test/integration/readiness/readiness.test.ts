@@ -8,7 +8,7 @@ import { addon, SYSCALL } from '../../../src/native/addon.js';
 import { itWith } from '../../helpers/capability.js';
 import { fixture } from '../../helpers/fixtures.js';
 import { canChattr, canMount, canUnshare, temps } from '../../helpers/hostile.js';
-import { freePort, metricSum, NodeHost, probe, readyzLists, readyzStatus, untilMetric } from '../../helpers/node-host.js';
+import { freePort, metricSum, NodeHost, probe, readyzLists, untilMetric } from '../../helpers/node-host.js';
 import { waitFor } from '../../helpers/wait.js';
 
 /** An agent on a node with one primary, probes on, ready. */
@@ -63,7 +63,8 @@ describe('readiness that never lies', () => {
     host.putFixture('10-flannel.conflist');
     const port = await freePort();
     const daemon = host.start({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '1' }, ['run'], dropDac);
-    await waitFor(async () => (await readyzStatus(port)) === 200 && host.isChained('10-flannel.conflist'), 'chained and ready');
+    await daemon.ready();
+    expect(host.isChained('10-flannel.conflist')).toBe(true);
     chmodSync(host.netDir, 0o000);
     try {
       const r = await waitFor(async () => {
