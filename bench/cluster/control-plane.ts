@@ -99,7 +99,8 @@ export class ControlPlane {
     const auth = options.token === undefined ? ['--kubeconfig', this.adminKubeconfig] : ['--kubeconfig', this.adminKubeconfig, '--token', options.token];
     const [command, ...rest] = [...this.placement.prefix, path.join(this.bin, 'kubectl'), ...auth, ...args];
     try {
-      return execFileSync(command!, rest, { encoding: 'utf8', input: options.input, stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000 });
+      // The API server's /metrics is several MiB: past execFileSync's default 1 MiB buffer.
+      return execFileSync(command!, rest, { encoding: 'utf8', input: options.input, stdio: ['pipe', 'pipe', 'pipe'], timeout: 60_000, maxBuffer: 64 << 20 });
     } catch (err) {
       // kubectl's own words, not just "Command failed".
       const e = err as Error & { stderr?: string; stdout?: string };
