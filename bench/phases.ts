@@ -7,7 +7,7 @@ import { Agent, type ThreadKind } from './agent.js';
 import { Floor, medianFloorStorm, msSinceRename, type FloorStorm } from './floor.js';
 import { freePort } from './free-port.js';
 import { Observer } from './observer.js';
-import { bareAgent, cli, FILES, IDLE_S, INTERVAL_MS, PACED, PLUGIN, PRIMARY, REPEAT } from './options.js';
+import { bareAgent, cli, FILES, IDLE_S, INTERVAL_MS, PACED, PLUGIN, PRIMARY, repo, REPEAT } from './options.js';
 import { summarize, type Summary } from './stats.js';
 
 export async function until(what: string, test: () => boolean, timeoutMs = 120_000): Promise<void> {
@@ -102,9 +102,11 @@ export async function agentEnv(hostRoot: string, bin: string, scratch: string, b
     HEALTH_PORT: String(await freePort()),
     RESYNC_INTERVAL_S: '0',
     WATCH_BACKEND: backend,
-    // As the image sets them (Dockerfile).
+    // As the image sets them (Dockerfile), with the compile cache the build made (scripts/compile-cache.mjs).
     UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
     MALLOC_ARENA_MAX: '2',
+    NODE_COMPILE_CACHE: path.join(repo, 'dist', 'compile-cache'),
+    NODE_COMPILE_CACHE_PORTABLE: '1',
   };
 }
 

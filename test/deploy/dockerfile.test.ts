@@ -1,11 +1,13 @@
 // The container image, checked without a Docker engine (the node suite builds and runs it:
 // test/cluster/scenarios/image.ts).
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../helpers/addon-path.js';
 import { fixture } from '../helpers/fixtures.js';
 import { NodeHost } from '../helpers/node-host.js';
+import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 
 const dockerfile = readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8');
@@ -75,5 +77,27 @@ describe('Dockerfile', () => {
     expect(daemon.child.spawnargs.slice(1)).toEqual([path.join(repoRoot, cmd[1]!), ...cmd.slice(2)]);
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
+  });
+  it('ships the compile cache the build made, and points Node at it where the image puts it', () => {
+    const env = Object.fromEntries(
+      instructions()
+        .filter((i) => i.op === 'ENV')
+        .flatMap((i) => i.args.split(/\s+/).map((kv) => kv.split('=') as [string, string])),
+    );
+    expect(env.NODE_COMPILE_CACHE).toBe('/app/dist/compile-cache');
+    expect(env.NODE_COMPILE_CACHE_PORTABLE).toBe('1');
+    const copied = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/).slice(1));
+    expect(copied).toContainEqual(['/src/dist/compile-cache', './dist/compile-cache']);
+    // The build's cache, moved as the image moves it (/src to /app): V8 takes it for the bundle.
+    const app = tempDir('image-app-');
+    cpSync(path.join(repoRoot, 'dist', 'cni-chainer.mjs'), path.join(app, 'dist', 'cni-chainer.mjs'));
+    cpSync(path.join(repoRoot, 'dist', 'compile-cache'), path.join(app, 'dist', 'compile-cache'), { recursive: true });
+    cpSync(path.join(repoRoot, 'build', 'Release', 'cni_chainer.node'), path.join(app, 'build', 'Release', 'cni_chainer.node'));
+    const run = spawnSync(process.execPath, [path.join(app, 'dist', 'cni-chainer.mjs'), '--version'], {
+      env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: path.join(app, 'dist', 'compile-cache'), NODE_COMPILE_CACHE_PORTABLE: '1', NODE_DEBUG_NATIVE: 'COMPILE_CACHE' },
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/V8 code cache for ESM file:\/\/\S+\/dist\/cni-chainer\.mjs was accepted/);
   });
 });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { buildah, BUILT, imageBuild, reason } from '../single-node.js';
 
 describe.skipIf(reason !== undefined)('the image', () => {
-  it('builds from the unchanged Dockerfile: Node 24, no compiler, no tests, no copy of the registry Node', () => {
+  it('builds from the unchanged Dockerfile: Node 24, no compiler, no tests, no copy of the registry Node, a compile cache that is taken', () => {
     console.log(`image: ${imageBuild}`);
     expect(buildah.runIn(BUILT, ['node', '--version'])).toMatch(/^v24\./);
     buildah.inspectFiles(BUILT, (rootfs) => {
@@ -17,5 +17,7 @@ describe.skipIf(reason !== undefined)('the image', () => {
       expect(statSync(path.join(rootfs, 'opt', 'cni', 'bin', 'linkerd-cni')).mode & 0o111).not.toBe(0);
       expect(existsSync(path.join(rootfs, 'usr', 'lib', 'linkerd', 'linkerd-cni-repair-controller'))).toBe(true);
     });
+    // The compile cache its build made is the one V8 takes where the image runs the agent.
+    expect(buildah.runIn(BUILT, ['sh', '-c', 'NODE_DEBUG_NATIVE=COMPILE_CACHE node dist/cni-chainer.mjs --version 2>&1'])).toMatch(/V8 code cache for ESM file:\/\/\/app\/dist\/cni-chainer\.mjs was accepted/);
   });
 });
