@@ -42,9 +42,12 @@ describe.skipIf(reason !== undefined)('layouts on the real node: a primary that 
     console.log(`${layout}, churn every ${everyMs} ms: ${meshed}/${pods.length} pods meshed; memory idle ${describeMemory(idle)}, peak under churn ${describeMemory(peak)}`);
     // In place a pod may start in the window between the primary's rename and ours (README, "Two
     // modes"): containerd 2 reloads net.d at each event, and a reload that reads the file inside that
-    // window serves the unchained config until our rename's event (seen: 1 of 24 and 0 of 26 at
-    // 500 ms). Owned mode has no such window.
-    if (layout === 'base') expect(meshed / pods.length).toBeGreaterThanOrEqual(0.9);
+    // window serves the unchained config until our rename's event (seen: 1 of 24, 0 of 26 and 2 of
+    // 19 at 500 ms). Owned mode has no such window. How long the window is, is a timing (the bench's
+    // business); what this asserts is that the agent answers every rewrite: one that did not would
+    // leave every later pod out. At the ~4% seen, more than a quarter of ~20 pods out happens in
+    // fewer than 1 run in 10,000; a floor of 0.9 failed 1 run in 6 (2 of 19).
+    if (layout === 'base') expect(meshed / pods.length).toBeGreaterThanOrEqual(0.75);
     else expect(meshed).toBe(pods.length);
     expect(peak.usage).toBeLessThan(peak.limit);
     cp.kubectl(['delete', 'pods', '-n', 'default', '-l', 'app=meshed', '--wait=false']);
