@@ -45,7 +45,7 @@ describe('hangs and crashes', () => {
     expect(readFileSync(host.net('ZZZ-linkerd-cni-kubeconfig'), 'utf8')).toContain('token-1');
     expect(readFileSync(path.join(host.binDir, 'linkerd-cni'), 'utf8')).toContain('linkerd-cni');
     expect((await probe(port, '/healthz')).status).toBe(200);
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready: a FIFO is not a config');
+    await daemon.ready(); // ready: a FIFO is not a config
     expect((await daemon.stop()).code).toBe(0);
   });
 

@@ -5,9 +5,8 @@ import { chmodSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliFile } from '../../helpers/addon-path.js';
-import { freePort, NodeHost, probe } from '../../helpers/node-host.js';
+import { freePort, NodeHost } from '../../helpers/node-host.js';
 import { runProcess } from '../../helpers/run-node.js';
-import { waitFor } from '../../helpers/wait.js';
 
 // Root passes any permission check while it holds CAP_DAC_OVERRIDE (and CAP_DAC_READ_SEARCH): without
 // them, as the deployment runs, a mode-000 net.d cannot be read.
@@ -75,7 +74,7 @@ describe('messages', () => {
     const warnings = daemon.logs.items.filter((l) => typeof l.msg === 'string' && line.test(l.msg));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.level).toBe(40);
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready: every config chained');
+    await daemon.ready(); // ready: every config chained
     expect((await daemon.stop()).code).toBe(0);
   });
 });

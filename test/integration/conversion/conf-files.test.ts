@@ -21,7 +21,7 @@ describe("linkerd-cni's interface mode: 01-linkerd-cni.conf, the plugin alone", 
     await waitFor(() => !existsSync(host.net('01-linkerd-cni.conf')), 'the leftover removed');
     await waitFor(() => host.isChained(CALICO), 'the primary chained');
     expect(existsSync(host.net('01-linkerd-cni.conflist'))).toBe(false);
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     expect((await host.cli(['check'])).code).toBe(0);
     expect((await daemon.stop()).code).toBe(0);
   });
@@ -49,7 +49,7 @@ describe('extensions the runtime matches case-sensitively', () => {
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => host.isChained('10-flannel.conflist'), 'the loaded config is chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     expect(readdirSync(host.netDir).filter((n) => n.toLowerCase().startsWith('00-old-bridge'))).toEqual(['00-old-bridge.CONF']);
     expect(host.read('00-old-bridge.CONF')).toBe(bridge);
     const check = JSON.parse((await host.cli(['check', '--json'])).stdout) as { loaded?: string; chained: boolean };

@@ -25,7 +25,7 @@ async function chainedBehind(meta: string) {
   const port = await freePort();
   const daemon = await host.started({ HEALTH_PORT: String(port) });
   await waitFor(() => host.isChained(CALICO), 'Calico chained');
-  await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  await daemon.ready();
   expect(host.read('00-multus.conf')).toBe(meta);
   expect(existsSync(host.net('00-multus.conflist'))).toBe(false);
   return { host, daemon };

@@ -24,7 +24,7 @@ describe('Multus thick: clusterNetwork names the primary by path', () => {
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port), CNI_PATCH_SCOPE: scope });
     await waitFor(() => host.isChained(CALICO), 'the primary Multus reads is chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     expect(host.read('00-multus.conf')).toBe(multus);
     expect(existsSync(host.net('00-multus.conflist'))).toBe(false);
     expect(pluginEntries(host, CALICO)).toBe(1);
@@ -66,7 +66,7 @@ describe('Multus thick: clusterNetwork names the primary by path', () => {
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => host.isChained(path.join(elsewhere, CALICO)), 'the delegate outside net.d is chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     // The primary rewrites it: the delegate's directory is watched, so it is chained again.
     writeInPlace(path.join(elsewhere, CALICO), fixture(CALICO).replace('"mtu": 0', '"mtu": 1300'));
     await waitFor(() => host.isChained(path.join(elsewhere, CALICO)) && host.read(path.join(elsewhere, CALICO)).includes('1300'), 'chained again');
@@ -86,7 +86,7 @@ describe('Multus thick: clusterNetwork names the primary by path', () => {
     await waitFor(async () => (await probe(port, '/readyz')).body.includes(`set Multus' clusterNetwork to /etc/cni/net.d/${copy}`), 'not ready, naming the fix');
     expect((await host.cli(['check'], env)).code).toBe(1);
     writeInPlace(host.net('00-multus.conf'), multusThick(`/etc/cni/net.d/${copy}`));
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready once Multus reads the copy');
+    await daemon.ready(); // once Multus reads the copy
     expect((await host.cli(['check'], env)).code).toBe(0);
     expect(host.read(CALICO)).toBe(fixture(CALICO));
     await daemon.stop();
@@ -106,7 +106,7 @@ describe('Multus thin: the primary embedded in delegates', () => {
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => pluginEntries(host, name) === 1 && host.isChained(CALICO), 'delegate and primary chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     const doc = JSON.parse(host.read(name)) as Record<string, unknown>;
     const multus = (version === '1.0.0' ? (doc.plugins as Array<Record<string, unknown>>)[0] : doc)!;
     expect(multus.type).toBe('multus');
@@ -134,7 +134,7 @@ describe('Multus thin: the primary embedded in delegates', () => {
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port), CNI_PATCH_MODE: 'owned' });
     await waitFor(() => pluginEntries(host, '00-multus.conf') === 1 && host.isChained('10-calico-linkerd-cni.conflist'), 'delegate and copy chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     expect(host.read(CALICO)).toBe(fixture(CALICO));
     expect((await daemon.stop()).code).toBe(0);
     expect(host.read('00-multus.conf')).toBe(thin);

@@ -32,7 +32,7 @@ describe('a stale parked link beside the primary own conflist', () => {
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });
     await waitFor(() => host.isChained('10-calico.conflist'), 'the primary conflist is chained');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     expect(host.read('10-calico.conflist')).toContain('"mtu": 1410');
     expect(present(host.net('10-calico.conf'))).toBe(false);
     expect(present(host.net('.10-calico.conf.cni-chainer-link'))).toBe(false);

@@ -150,7 +150,7 @@ describe('the owned name sorts right, without configuration', () => {
     const daemon = await host.started(env);
     const copy = primary.replace('.conflist', '-linkerd-cni.conflist');
     await waitFor(() => host.isChained(copy), 'the copy, named after the primary');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     const check = await host.cli(['check'], env);
     expect(check.code).toBe(0);
     // The runtime loads the first name: Multus when it sorts first (its delegate chained inside), else our copy.

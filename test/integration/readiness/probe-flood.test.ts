@@ -43,7 +43,7 @@ describe('probes under a flood from the cluster network', () => {
     const metricsPort = await freePort();
     // HEALTH_BIND is left at its default: that default is the fix under test.
     const daemon = await host.started({ HEALTH_PORT: String(healthPort), METRICS_PORT: String(metricsPort) });
-    await waitFor(async () => (await probe(healthPort, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     const pod = new PodNetwork();
     // The health port cannot even be reached from the pod: every connect is refused.
     const onHealth = flood(pod, pod.hostAddress, healthPort, 200);

@@ -17,7 +17,7 @@ async function readyNode(env: Record<string, string>): Promise<{ host: NodeHost;
   host.putFixture('10-flannel.conflist');
   const port = await freePort();
   const daemon = await host.started({ HEALTH_PORT: String(port), ...env });
-  await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+  await daemon.ready();
   return { host, port, daemon };
 }
 
@@ -77,7 +77,7 @@ describe('readiness that never lies', () => {
     } finally {
       chmodSync(host.netDir, 0o755);
     }
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready again');
+    await daemon.ready(); // ready again
     // One error line for the cause, not one per retry.
     expect(daemon.count('cannot list the config directory: trying again')).toBe(1);
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
@@ -93,7 +93,7 @@ describe('readiness that never lies', () => {
     const rawTemp = Buffer.concat([raw, Buffer.from('.tmp')]);
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port) });
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     // Written as a primary does: a temp file renamed into place.
     writeFileSync(rawTemp, fixture('10-flannel.conflist'));
     renameSync(rawTemp, raw);
@@ -107,7 +107,7 @@ describe('readiness that never lies', () => {
     expect(check.stdout).toContain('NOT chained: the runtime loads 05-\uFFFD.conflist');
     expect(readFileSync(raw, 'utf8')).toBe(fixture('10-flannel.conflist'));
     rmSync(raw);
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready once it is gone');
+    await daemon.ready(); // ready once it is gone
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
     // Found by the first scan as well.
     writeFileSync(raw, fixture('10-flannel.conflist'));
@@ -175,7 +175,7 @@ describe('readiness that never lies', () => {
     addon.renameat2(SYSCALL.AT_FDCWD, `${host.binDir}.new`, SYSCALL.AT_FDCWD, host.binDir, SYSCALL.RENAME_EXCHANGE);
     const binary = path.join(host.binDir, 'linkerd-cni');
     await waitFor(() => existsSync(binary), 'the binary put into the new bin dir');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready again');
+    await daemon.ready(); // ready again
     await chmodOfTrustedBinaryIsSeen(host, port, binary);
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
@@ -210,7 +210,7 @@ describe('readiness that never lies', () => {
     host.putFixture('10-flannel.conflist');
     const port = await freePort();
     const daemon = await host.started({ HEALTH_PORT: String(port), RESYNC_INTERVAL_S: '1' });
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     // A directory swapped in for each, in one step (RENAME_EXCHANGE): the agent sees it moved away,
     // and putting the file back fails with EISDIR for as long as the directory is there.
     const cases = [
@@ -229,7 +229,7 @@ describe('readiness that never lies', () => {
       if (file.endsWith('linkerd-cni')) expect((await host.cli(['check'])).code).toBe(1);
       rmSync(file, { recursive: true });
       rmSync(aside);
-      await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready once it is put back');
+      await daemon.ready(); // ready once it is put back
       expect(existsSync(file) && !readdirSync(path.dirname(file)).includes(path.basename(aside))).toBe(true);
     }
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
@@ -238,7 +238,7 @@ describe('readiness that never lies', () => {
   it('the parcel backend with net.d missing: not ready, watching the path, chained once net.d exists', async () => {
     const host = new NodeHost({ netDir: false });
     const port = await freePort();
-    await host.started({ WATCH_BACKEND: 'parcel', HEALTH_PORT: String(port) });
+    const daemon = await host.started({ WATCH_BACKEND: 'parcel', HEALTH_PORT: String(port) });
     const r = await probe(port, '/readyz');
     expect(r.status).toBe(503);
     expect(r.body).toContain('does not resolve inside the host root');
@@ -246,7 +246,7 @@ describe('readiness that never lies', () => {
     mkdirSync(host.netDir, { recursive: true });
     host.putFixture('10-flannel.conflist');
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained once net.d exists', 15_000);
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
   });
 
   it('net.d a symlink loop: not ready with that reason, and chained once it is fixed', async () => {
@@ -254,7 +254,7 @@ describe('readiness that never lies', () => {
     mkdirSync(path.dirname(host.netDir), { recursive: true });
     symlinkSync('net.d', host.netDir);
     const port = await freePort();
-    await host.started({ HEALTH_PORT: String(port) });
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
     const r = await probe(port, '/readyz');
     expect(r.status).toBe(503);
     expect(r.body).toContain('ELOOP');
@@ -263,7 +263,7 @@ describe('readiness that never lies', () => {
     mkdirSync(host.netDir);
     host.putFixture('10-flannel.conflist');
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained once net.d is a directory');
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
   });
 
   itWith(canChattr, 'chattr +i')('7. net.d read-only at start: not ready, naming the reason; chained once writable', async () => {
@@ -303,7 +303,7 @@ describe('readiness that never lies', () => {
       expect(daemon.child.exitCode).toBe(null);
       rmSync(filler);
       await waitFor(() => host.isChained('10-flannel.conflist'), 'chained by the resync once there is room');
-      await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+      await daemon.ready();
       expect(await daemon.stop()).toEqual({ code: 0, signal: null });
       expect(host.read('10-flannel.conflist')).toBe(fixture('10-flannel.conflist'));
     } finally {
@@ -320,7 +320,7 @@ describe('readiness that never lies', () => {
     host.putFixture('10-flannel.conflist');
     // No resync runs: only the ancestor watch can see this.
     await waitFor(() => host.isChained('10-flannel.conflist'), 'a config in the new net.d chained', 5_000);
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready');
+    await daemon.ready();
     expect(daemon.child.exitCode).toBe(null);
   });
 
@@ -352,13 +352,13 @@ describe('readiness that never lies', () => {
     mkdirSync(host.net('y.conflist'));
     host.putFixture('10-aws.conflist', '20-extra.json');
     const port = await freePort();
-    await host.started({ HEALTH_PORT: String(port) });
+    const daemon = await host.started({ HEALTH_PORT: String(port) });
     const r = await probe(port, '/readyz');
     expect(r.status).toBe(503);
     expect(r.body).toContain('20-extra.json: unmanaged');
     expect(r.body).not.toContain('y.conflist');
     rmSync(host.net('20-extra.json'));
-    await waitFor(async () => (await probe(port, '/readyz')).status === 200, 'ready without the .json');
+    await daemon.ready(); // without the .json
   });
 
   it('CNI_PATCH_SCOPE=primary with 3,000 configs: the first scan is not quadratic', async () => {
