@@ -100,7 +100,9 @@ export class Floor {
       let out = '';
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
       child.once('error', reject);
-      child.once('exit', (code) => {
+      // 'close', not 'exit': the process can be gone before its last lines are read from the pipe
+      // (seen: "exited 0 after 1 of 30 files" in a loaded CI run).
+      child.once('close', (code) => {
         const lines = out.trim().split('\n');
         if (code !== 0 || lines.length !== job.names.length) {
           reject(new Error(`floor write exited ${code} after ${lines.length} of ${job.names.length} files`));
