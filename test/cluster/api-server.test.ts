@@ -147,7 +147,6 @@ describe('deploy/base on a real API server', () => {
   });
 });
 
-/** The status the API server answers `token` for a GET of `apiPath`. */
 /** PATCH requests on Nodes the API server refused (403 or 422), from its own /metrics. */
 function nodePatchesRefused(): number {
   let refused = 0;
@@ -158,6 +157,7 @@ function nodePatchesRefused(): number {
   return refused;
 }
 
+/** The status the API server answers `token` for a GET of `apiPath`. */
 async function apiAnswer(token: string, apiPath: string): Promise<number> {
   const { request } = await import('node:https');
   return new Promise((resolve, reject) => {

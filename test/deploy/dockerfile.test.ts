@@ -25,6 +25,13 @@ function instructions(): Array<{ op: string; args: string }> {
     });
 }
 
+/** What the runtime stage copies from the build stage: [source, destination] of each COPY. */
+function copiesFromBuild(): string[][] {
+  return instructions()
+    .filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build'))
+    .map((i) => i.args.split(/\s+/).slice(1));
+}
+
 describe('Dockerfile', () => {
   it("carries what linkerd2-cni's chart runs from the same image", () => {
     const fromPlugin = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=plugin')).map((i) => i.args.split(/\s+/)[2]);
@@ -61,7 +68,7 @@ describe('Dockerfile', () => {
   it("copies into the image everything its CMD needs, and the CMD runs the agent", async () => {
     const cmd = JSON.parse(instructions().find((i) => i.op === 'CMD')!.args) as string[];
     expect(cmd).toEqual(['node', 'dist/cni-chainer.mjs', 'run']);
-    const copied = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/)[2]);
+    const copied = copiesFromBuild().map(([, destination]) => destination);
     for (const needed of ['./package.json', './node_modules', './build/Release/cni_chainer.node', './dist/cni-chainer.mjs']) expect(copied).toContain(needed);
     // Files the bundle itself loads by a relative path (the Prometheus exposition, at the first scrape).
     const bundled = readFileSync(path.join(repoRoot, 'dist', 'cni-chainer.mjs'), 'latin1');
@@ -78,6 +85,7 @@ describe('Dockerfile', () => {
     await waitFor(() => host.isChained('10-flannel.conflist'), 'chained');
     expect(await daemon.stop()).toEqual({ code: 0, signal: null });
   });
+
   it('ships the compile cache the build made, and points Node at it where the image puts it', () => {
     const env = Object.fromEntries(
       instructions()
@@ -86,8 +94,7 @@ describe('Dockerfile', () => {
     );
     expect(env.NODE_COMPILE_CACHE).toBe('/app/dist/compile-cache');
     expect(env.NODE_COMPILE_CACHE_PORTABLE).toBe('1');
-    const copied = instructions().filter((i) => i.op === 'COPY' && i.args.startsWith('--from=build')).map((i) => i.args.split(/\s+/).slice(1));
-    expect(copied).toContainEqual(['/src/dist/compile-cache', './dist/compile-cache']);
+    expect(copiesFromBuild()).toContainEqual(['/src/dist/compile-cache', './dist/compile-cache']);
     // The build's cache, moved as the image moves it (/src to /app): V8 takes it for the bundle.
     const app = tempDir('image-app-');
     cpSync(path.join(repoRoot, 'dist', 'cni-chainer.mjs'), path.join(app, 'dist', 'cni-chainer.mjs'));
