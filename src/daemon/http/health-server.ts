@@ -22,7 +22,15 @@ export interface HealthSource {
 // The stall is measured as the ticker's lateness: when the loop comes back, the ticker runs before the
 // probe is served, so "time since the last tick" would always look fresh. A stall is reported for
 // STALL_REPORT_MS afterwards, long enough for kubelet's next probes to see it.
+// The ticker runs at node:http's own connections check (CONNECTIONS_CHECK_MS, below) and starts with
+// it, on 'listening' (Node's _http_server.js starts its interval there): two intervals of one
+// duration started in one turn have the same start time in Node's timer list, so they expire in one
+// wake-up of the loop, and keep doing so. Started apart, they woke an idle agent twice a second
+// (strace: epoll_pwait returning 9-12 ms apart), each wake-up ~0.3 ms of CPU (docs/performance.md, Idle).
 const TICK_MS = 1_000;
+// How often node:http looks for requests past their timeouts (below): a client that never finishes
+// its headers is cut off within a second of HEADERS_TIMEOUT_MS.
+const CONNECTIONS_CHECK_MS = TICK_MS;
 const MAX_LOOP_STALL_MS = 5_000;
 // The loop may be fine while libuv's thread pool is not: a hung fsync or read on a dead disk holds a
 // pool thread, and with every thread held no file I/O completes. At each liveness probe a trivial
@@ -47,8 +55,8 @@ export class HealthServer {
   private lastTick = monotonicMs();
   private lastStallAt = -Infinity;
   private lastStallMs = 0;
-  /** Only where /healthz is served: a metrics-only server has no stall to report. */
-  private readonly ticker: NodeJS.Timeout | undefined;
+  /** While listening, where /healthz is served: a metrics-only server has no stall to report. */
+  private ticker: NodeJS.Timeout | undefined;
   private registry: Promise<Registry> | undefined;
   /** When the pool job still out was sent (monotonic ms), or undefined. */
   private poolJobSince: number | undefined;
@@ -64,15 +72,11 @@ export class HealthServer {
     /** One trivial job on libuv's thread pool, and how long it may be out (tests hang it). */
     private readonly pool: { job: () => Promise<unknown>; stallMs: number } = { job: () => stat('/'), stallMs: MAX_POOL_STALL_MS },
   ) {
-    if (routes === 'probes') {
-      this.ticker = setInterval(() => this.tick(), TICK_MS);
-      this.ticker.unref();
-    }
     // A request that fails is answered 500 and logged: an unhandled rejection would end the process
     // (Node's default), and with it the watch, over a scrape.
     // On the host's network anything on the node may connect: a client that never finishes its request
     // is cut off, and connections are capped, so that kubelet's probes are always answered.
-    this.server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: 1_000, maxHeaderSize: 8 << 10 }, (req, res) => {
+    this.server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: CONNECTIONS_CHECK_MS, maxHeaderSize: 8 << 10 }, (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         this.log.error({ url: req.url, err: (err as Error).message }, 'health server: request failed');
         if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
@@ -81,6 +85,23 @@ export class HealthServer {
     });
     this.server.maxConnections = MAX_CONNECTIONS;
     this.server.keepAliveTimeout = KEEP_ALIVE_MS;
+    if (routes === 'probes') {
+      // After node:http's own 'listening' handler (the constructor added it), in the same emit.
+      this.server.on('listening', () => this.startTicker());
+      this.server.on('close', () => this.stopTicker());
+    }
+  }
+
+  private startTicker(): void {
+    this.stopTicker();
+    this.lastTick = monotonicMs();
+    this.ticker = setInterval(() => this.tick(), TICK_MS);
+    this.ticker.unref();
+  }
+
+  private stopTicker(): void {
+    clearInterval(this.ticker);
+    this.ticker = undefined;
   }
 
   /** How long the pool job still out has been out, once that is too long; sends one if none is out. */
@@ -141,7 +162,6 @@ export class HealthServer {
   }
 
   close(): Promise<void> {
-    clearInterval(this.ticker);
     return this.unlisten();
   }
 
