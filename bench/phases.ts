@@ -1,6 +1,7 @@
 // The bench's phases (docs/performance.md): storms and paced changes against one agent, start, idle.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import path from 'node:path';
 import type { WatchBackendName } from '../src/watch/watcher.js';
 import { Agent, type ThreadKind } from './agent.js';
@@ -294,12 +295,22 @@ export async function startTime(scratch: string): Promise<{ bareMs: number; agen
   return { bareMs: median(bare), agentMs: median(byProgram.agent), referenceMs: median(byProgram.reference), runs };
 }
 
-// The kubelet probes liveness every 10 s and readiness every 5 s (deploy/base/daemonset.yaml).
+// The kubelet probes readiness every 5 s and liveness every 10 s (the chart's daemonset.yaml).
 const PROBE_EVERY_MS = 5_000;
 
 /**
+ * One probe as the kubelet sends it: a connection of its own, closed after the answer (its prober's
+ * transport disables keep-alives: kubernetes pkg/probe/http/http.go). A kept-alive connection would
+ * cost the agent a keep-alive timer and a later close that the kubelet never makes it pay.
+ */
+function probeOnce(port: string, what: string): void {
+  const req = httpGet({ host: '127.0.0.1', port, path: what, agent: false, headers: { connection: 'close' } }, (res) => res.resume());
+  req.on('error', () => {});
+}
+
+/**
  * CPU seconds of an idle agent over IDLE_S, once V8 has settled, with its health server probed as
- * the kubelet probes it: /readyz every 5 s, /healthz every other time.
+ * the kubelet probes it: /readyz every 5 s, and /healthz with every other one.
  */
 export async function idleCpu(scratch: string): Promise<number> {
   const { hostRoot, netDir, bin } = hostTree(path.join(scratch, 'idle'));
@@ -309,8 +320,8 @@ export async function idleCpu(scratch: string): Promise<number> {
   await agent.waitForLog('started');
   let probes = 0;
   const prober = setInterval(() => {
-    const what = probes++ % 2 === 0 ? '/readyz' : '/healthz';
-    void fetch(`http://127.0.0.1:${env.HEALTH_PORT}${what}`).then((r) => r.text(), () => '');
+    probeOnce(env.HEALTH_PORT!, '/readyz');
+    if (probes++ % 2 === 0) probeOnce(env.HEALTH_PORT!, '/healthz');
   }, PROBE_EVERY_MS);
   try {
     // V8's memory reducer runs a few full GCs in the first seconds after start (measured: up to 60 ms
