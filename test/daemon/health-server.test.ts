@@ -11,7 +11,7 @@ import { prometheusRegistry } from '../../src/daemon/http/prometheus.js';
 
 let server: HealthServer | undefined;
 afterEach(async () => {
-  await server?.close();
+  await server?.unlisten();
   server = undefined;
 });
 

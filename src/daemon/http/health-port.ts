@@ -55,7 +55,7 @@ export class HealthPort {
 
   async close(): Promise<void> {
     this.stopRetrying();
-    await this.server.close();
+    await this.server.unlisten();
   }
 
   private async listen(): Promise<void> {

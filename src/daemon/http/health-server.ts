@@ -150,7 +150,7 @@ export class HealthServer {
     });
   }
 
-  /** Stops listening (the port goes to another instance); listen() may be called again. */
+  /** Stops listening, and with it the stall ticker (the port goes to another instance, or the agent stops); listen() may be called again. */
   unlisten(): Promise<void> {
     if (!this.server.listening) return Promise.resolve();
     this.server.closeAllConnections();
@@ -159,10 +159,6 @@ export class HealthServer {
 
   get listening(): boolean {
     return this.server.listening;
-  }
-
-  close(): Promise<void> {
-    return this.unlisten();
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
