@@ -13,8 +13,8 @@ export interface Sampled {
   missing: string[];
 }
 
-/** True when the samples `times` (20 ms apart when they follow each other) make at most one run. */
-export const oneWindow = (times: number[]) => times.every((t, i) => i === 0 || t - times[i - 1]! < 100);
+/** True when the samples found the state (`unchained` or `missingBinary`) in one run at most. */
+export const oneWindow = (samples: NodeSamples, state: keyof NodeSamples['runs']) => samples.runs[state] <= 1;
 
 export async function sampledWhile(what: string, during: () => Promise<unknown>): Promise<Sampled> {
   const sampler = await sampleNode(path.join(ns.netDir, PRIMARY_NAME), path.join(ns.binDir, 'linkerd-cni'), 'linkerd-cni');
@@ -34,7 +34,7 @@ export async function sampledWhile(what: string, during: () => Promise<unknown>)
   await waitRunning(pods).catch(() => {});
   const missing = notMeshed(pods);
   const window = samples.unchained.length === 0 ? '' : ` over ${samples.unchained.at(-1)! - samples.unchained[0]! + 20} ms`;
-  console.log(`${what}: ${samples.count} samples, ${samples.unchained.length} unchained${window}, ${samples.missingBinary.length} naming a missing binary; ${pods.length - missing.length} of ${pods.length} pods meshed; plugin API answers ${JSON.stringify(pluginAnswers(pods))}`);
+  console.log(`${what}: ${samples.count} samples, ${samples.unchained.length} unchained${window}, ${samples.missingBinary.length} naming a missing binary (runs ${JSON.stringify(samples.runs)}, longest gap ${samples.maxGapMs} ms); ${pods.length - missing.length} of ${pods.length} pods meshed; plugin API answers ${JSON.stringify(pluginAnswers(pods))}`);
   cp.kubectl(['delete', 'pods', '-n', 'default', '-l', 'app=meshed', '--wait=false']);
   return { samples, pods, missing };
 }

@@ -9,6 +9,12 @@ export interface NodeSamples {
   unchained: number[];
   /** Times of samples that found the config naming the plugin and the binary missing. */
   missingBinary: number[];
+  /**
+   * How many runs of unchained samples, and of samples naming a missing binary, there were: a run
+   * starts at a sample in that state whose previous sample was not. Counted by the sampler, not from
+   * the times, so a stall of the sampler (a loaded node delays its timer) is not a second window.
+   */
+  runs: { unchained: number; missingBinary: number };
   maxGapMs: number;
 }
 
@@ -16,7 +22,8 @@ const SCRIPT = `
 const fs = require('fs');
 const [config, binary, type, every] = process.argv.slice(1);
 const names = new RegExp('"type"\\\\s*:\\\\s*"' + type + '"');
-const state = { count: 0, unchained: [], missingBinary: [], maxGapMs: 0 };
+const state = { count: 0, unchained: [], missingBinary: [], runs: { unchained: 0, missingBinary: 0 }, maxGapMs: 0 };
+let previous = 'ok';
 // The monotonic clock: this VM's wall clock is stepped (a 47 s step once read as a 47 s gap in sampling).
 let last = performance.now();
 setInterval(() => {
@@ -26,15 +33,20 @@ setInterval(() => {
   state.count++;
   let text = '';
   try { text = fs.readFileSync(config, 'utf8'); } catch {}
-  const chained = names.test(text);
-  if (!chained) state.unchained.push(now);
-  else if (!fs.existsSync(binary)) state.missingBinary.push(now);
+  const found = !names.test(text) ? 'unchained' : !fs.existsSync(binary) ? 'missingBinary' : 'ok';
+  if (found !== 'ok') {
+    state[found].push(now);
+    if (previous !== found) state.runs[found]++;
+  }
+  previous = found;
 }, Number(every));
 process.on('SIGTERM', () => { process.stdout.write(JSON.stringify(state)); process.exit(0); });
 process.stdout.write('sampling\\n');
 `;
 
 export interface NodeSampler {
+  /** The sampling process, for a test that stops it (SIGSTOP) as a loaded node would delay it. */
+  pid: number;
   stop(): Promise<NodeSamples>;
 }
 
@@ -47,6 +59,7 @@ export async function sampleNode(config: string, binary: string, type: string, e
     child.once('exit', (code) => reject(new Error(`the sampler exited (${code})`)));
   });
   return {
+    pid: child.pid!,
     stop: async () => {
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');

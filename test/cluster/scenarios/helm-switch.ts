@@ -91,8 +91,8 @@ describe.skipIf(reason !== undefined)("switching from linkerd's installer with H
       await rolledOut();
       await runsOnly(/cni-chainer/);
     });
-    expect(oneWindow(samples.missingBinary)).toBe(true);
-    expect(oneWindow(samples.unchained)).toBe(true);
+    expect(oneWindow(samples, 'missingBinary')).toBe(true);
+    expect(oneWindow(samples, 'unchained')).toBe(true);
     expect(chainedNow()).toBe(true);
     // A pod whose sandbox came in that window may start unmeshed; every other one is meshed.
     expect(missing.length).toBeLessThanOrEqual(1);
@@ -115,7 +115,7 @@ describe.skipIf(reason !== undefined)("switching from linkerd's installer with H
       await runsOnly(/cni-chainer/);
     });
     expect(samples.missingBinary).toEqual([]);
-    expect(oneWindow(samples.unchained)).toBe(true);
+    expect(oneWindow(samples, 'unchained')).toBe(true);
     expect(chainedNow()).toBe(true);
   }, 600_000);
 
@@ -134,7 +134,7 @@ describe.skipIf(reason !== undefined)("switching from linkerd's installer with H
       await runsOnly(/cni-chainer/);
     });
     expect(upgrade.samples.missingBinary).toEqual([]);
-    expect(oneWindow(upgrade.samples.unchained)).toBe(true);
+    expect(oneWindow(upgrade.samples, 'unchained')).toBe(true);
     const rollback = await sampledWhile('rollback to linkerd2-cni, maxSurge 1', async () => {
       await helmOnNode(['rollback', RELEASE, '1', '--namespace', NS]);
       await rolledOut();
