@@ -25,7 +25,7 @@ const names = new RegExp('"type"\\\\s*:\\\\s*"' + type + '"');
 const state = { count: 0, unchained: [], missingBinary: [], runs: { unchained: 0, missingBinary: 0 }, maxGapMs: 0 };
 let previous = 'ok';
 // The monotonic clock: this VM's wall clock is stepped (a 47 s step once read as a 47 s gap in sampling).
-let last = performance.now();
+let last = Math.round(performance.now());
 setInterval(() => {
   const now = Math.round(performance.now());
   state.maxGapMs = Math.max(state.maxGapMs, now - last);
