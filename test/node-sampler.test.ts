@@ -33,9 +33,10 @@ describe('node sampler', () => {
 
     writeFileSync(config, CHAINED);
     const flipping = await sampleNode(config, binary, 'linkerd-cni', 5);
+    // Each state held 200 ms, well past the sampler's longest gap on a loaded node (124 ms logged).
     for (const text of [UNCHAINED, CHAINED, UNCHAINED, CHAINED]) {
       writeFileSync(config, text);
-      await sleep(60);
+      await sleep(200);
     }
     const samples = await flipping.stop();
     expect(samples.runs).toEqual({ unchained: 2, missingBinary: 0 });
