@@ -13,9 +13,6 @@ export interface Sampled {
   missing: string[];
 }
 
-/** True when the samples found the state (`unchained` or `missingBinary`) in one run at most. */
-export const oneWindow = (samples: NodeSamples, state: keyof NodeSamples['runs']) => samples.runs[state] <= 1;
-
 export async function sampledWhile(what: string, during: () => Promise<unknown>): Promise<Sampled> {
   const sampler = await sampleNode(path.join(ns.netDir, PRIMARY_NAME), path.join(ns.binDir, 'linkerd-cni'), 'linkerd-cni');
   const pods: string[] = [];

@@ -44,6 +44,9 @@ process.on('SIGTERM', () => { process.stdout.write(JSON.stringify(state)); proce
 process.stdout.write('sampling\\n');
 `;
 
+/** True when the samples found `state` (unchained, or naming a missing binary) in one run at most. */
+export const oneWindow = (samples: NodeSamples, state: keyof NodeSamples['runs']) => samples.runs[state] <= 1;
+
 export interface NodeSampler {
   /** The sampling process, for a test that stops it (SIGSTOP) as a loaded node would delay it. */
   pid: number;

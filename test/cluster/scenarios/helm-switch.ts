@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../../helpers/addon-path.js';
 import { waitFor } from '../../helpers/wait.js';
 import { helmOnNode } from '../helm-on-node.js';
-import { oneWindow, sampledWhile } from '../sampled.js';
+import { oneWindow } from '../../helpers/node-sampler.js';
+import { sampledWhile } from '../sampled.js';
 import { cp, json, kubectlAsync, namespaceGone, NS, ns, PRIMARY, PRIMARY_NAME, primaryBins, reason } from '../single-node.js';
 
 const RELEASE = 'linkerd2-cni';
