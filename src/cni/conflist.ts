@@ -6,9 +6,11 @@
 // unpatch(patch(x)) is x byte for byte. A single-plugin config (`type` at the root) becomes
 // `{cniVersion, name, plugins: [<the original bytes>, ours]}`.
 import type { ChainedPlugin } from './chained-plugin.js';
-import { lastMember, type JsonNode } from './json-spans.js';
+import { goFieldValue } from './go-struct-field.js';
+import type { JsonNode } from './json-spans.js';
 import { sameJsonText } from './json.js';
 import type { Delegation } from './meta-plugin.js';
+import type { LibcniReading } from './names.js';
 import { ConfigParseError, scanConfig, type ScannedConfig } from './scan-config.js';
 
 export const DEFAULT_NETWORK_NAME = 'k8s-pod-network';
@@ -25,6 +27,19 @@ export function chainState(config: ScannedConfig, plugin: ChainedPlugin): ChainS
     if (sameJsonText(config.bytes.subarray(last.start, last.end).toString('utf8'), plugin.text)) return 'chained';
   }
   return 'stale-plugin';
+}
+
+export const EMPTY_LIST = 'its "plugins" list is empty (libcni refuses it)';
+export const PLUGIN_ALONE = 'a config of the chained plugin alone is no network';
+
+/**
+ * A list that is no network to chain: libcni refuses one of no plugins (`empty`), and one of ours
+ * alone (`plugin-alone`) the runtime loads and fails every pod on. Patched, either would be a network
+ * of the chained plugin alone.
+ */
+export function noNetwork(config: ScannedConfig, plugin: ChainedPlugin): 'empty' | 'plugin-alone' | undefined {
+  if (config.shape !== 'conflist' || !config.types.every((t) => t === plugin.type)) return undefined;
+  return config.types.length === 0 ? 'empty' : 'plugin-alone';
 }
 
 /** The whitespace right before offset `at`. */
@@ -106,8 +121,10 @@ const inserts = new WeakMap<ChainedPlugin, Map<string, Buffer>>();
 function upgradeSingle(config: ScannedConfig, plugin: ChainedPlugin): Buffer {
   const { bytes, root } = config;
   const raw = (node: JsonNode | undefined) => (node === undefined ? undefined : bytes.subarray(node.start, node.end).toString('latin1'));
-  const cniVersion = raw(lastMember(bytes, root, 'cniVersion'));
-  const name = raw(lastMember(bytes, root, 'name')) ?? JSON.stringify(DEFAULT_NETWORK_NAME);
+  // The network's version and name as the runtime read them from the `.conf` (go-struct-field.ts):
+  // host-local keeps a network's addresses, and the runtime its results, under its name.
+  const cniVersion = raw(goFieldValue(bytes, root, 'cniversion', 'text'));
+  const name = raw(goFieldValue(bytes, root, 'name', 'text')) ?? JSON.stringify(DEFAULT_NETWORK_NAME);
   // latin1 keeps every byte as one char, and back again: the original bytes survive exactly.
   const head = `{\n${cniVersion === undefined ? '' : `  "cniVersion": ${cniVersion},\n`}  "name": ${name},\n  "plugins": [\n    `;
   const tail = `,\n    ${renderPlugin(plugin, '\n    ')}\n  ]\n}\n`;
@@ -130,26 +147,31 @@ export type PatchPlan =
   | { action: 'delegates'; delegation: Exclude<Delegation, { kind: 'embedded' }> }
   // Valid, but cannot be chained without breaking what reads it.
   | { action: 'refuse'; reason: string }
-  // A single-plugin config of the chained plugin itself: no network (linkerd's interface mode wrote
+  // A config of the chained plugin alone: no network (linkerd's interface mode wrote
   // 01-linkerd-cni.conf so); upgraded, it would chain the plugin to itself, and sort first.
   | { action: 'plugin-alone' };
 
-function tryScan(bytes: Buffer): ScannedConfig | { invalid: string } {
+function tryScan(bytes: Buffer, reading?: LibcniReading): ScannedConfig | { invalid: string } {
   try {
-    return scanConfig(bytes);
+    return scanConfig(bytes, reading);
   } catch (err) {
     if (err instanceof ConfigParseError) return { invalid: err.message };
     throw err;
   }
 }
 
-/** What to do with a config's bytes so that `plugin` is chained. Never throws. */
-export function planPatch(bytes: Buffer, plugin: ChainedPlugin): PatchPlan {
-  const config = tryScan(bytes);
+/**
+ * What to do with a config's bytes so that `plugin` is chained; `reading`, how the runtime reads the
+ * file (scan-config.ts). Never throws.
+ */
+export function planPatch(bytes: Buffer, plugin: ChainedPlugin, reading?: LibcniReading): PatchPlan {
+  const config = tryScan(bytes, reading);
   if ('invalid' in config) return { action: 'invalid', reason: config.invalid };
   if (config.meta !== undefined) return planMeta(config, config.meta, plugin);
   if (config.shape === 'single' && config.rootType === plugin.type) return { action: 'plugin-alone' };
   if (config.shape === 'single') return { action: 'write', bytes: upgradeSingle(config, plugin), upgraded: true };
+  const none = noNetwork(config, plugin);
+  if (none !== undefined) return none === 'empty' ? { action: 'invalid', reason: EMPTY_LIST } : { action: 'plugin-alone' };
   if (chainState(config, plugin) === 'chained') return { action: 'none' };
   const ours = indicesOfType(config, plugin.type);
   let base = config;

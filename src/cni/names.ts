@@ -50,6 +50,17 @@ export function isLibcniName(name: string): boolean {
   return dot >= 0 && LIBCNI_EXTENSIONS.includes(name.slice(dot));
 }
 
+/**
+ * How the runtime reads a file it loads, by its extension alone (go-cni's loadFromConfDir, CRI-O's
+ * ocicni): a `.conflist` as a list of plugins, a `.conf` or `.json` as one plugin, whatever either holds.
+ */
+export type LibcniReading = 'list' | 'single';
+
+export function libcniReading(name: string): LibcniReading | undefined {
+  if (!isLibcniName(name)) return undefined;
+  return name.endsWith('.conflist') ? 'list' : 'single';
+}
+
 /** Byte-wise lexicographic order, as Go's sort.Strings orders file names. */
 export function compareNames(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b));

@@ -3,8 +3,10 @@
 // is never re-serialised (conflist.ts).
 import { isAscii } from 'node:buffer';
 import { keepHiddenClass } from '../hidden-classes.js';
-import { decodeString, JsonSyntaxError, lastMember, scanJson, type JsonNode } from './json-spans.js';
+import { goStringField, type MemberOrder } from './go-struct-field.js';
+import { JsonSyntaxError, lastMember, scanJson, type JsonNode } from './json-spans.js';
 import { metaDelegation, type Delegation } from './meta-plugin.js';
+import type { LibcniReading } from './names.js';
 
 export class ConfigParseError extends Error {
   override readonly name = 'ConfigParseError';
@@ -59,29 +61,37 @@ function metaOf(bytes: Buffer, root: JsonNode, plugins: JsonNode | undefined): D
   return mayBeMeta(bytes) ? metaDelegation(bytes, root, plugins) : undefined;
 }
 
-function typeOf(bytes: Buffer, node: JsonNode): string | undefined {
-  const type = node.kind === 'object' ? lastMember(bytes, node, 'type') : undefined;
-  return type?.kind === 'string' ? decodeString(bytes, type.start, type.end) : undefined;
+/**
+ * A plugin's `type` as libcni reads it (go-struct-field.ts): a list's plugin through a map, a
+ * single-plugin config straight from its text.
+ */
+function typeOf(bytes: Buffer, node: JsonNode, order: MemberOrder): string | undefined {
+  return node.kind === 'object' ? goStringField(bytes, node, 'type', order) : undefined;
 }
 
-/** Scans CNI config bytes. Trailing junk, a non-object, or neither `plugins` nor `type` is an error. */
-export function scanConfig(bytes: Buffer): ScannedConfig {
+/**
+ * Scans CNI config bytes. Trailing junk, a non-object, or neither `plugins` nor `type` is an error.
+ * `reading` is how the runtime reads the file (names.ts libcniReading): a list by its `plugins`
+ * alone, one plugin by its `type` alone; without it, the bytes say which they are.
+ */
+export function scanConfig(bytes: Buffer, reading?: LibcniReading): ScannedConfig {
   const root = scanOrRefuse(bytes, 3);
   if (root.kind !== 'object') throw new ConfigParseError('not a JSON object');
-  const plugins = lastMember(bytes, root, 'plugins');
+  const plugins = reading === 'single' ? undefined : lastMember(bytes, root, 'plugins');
+  if (reading === 'list' && plugins === undefined) throw new ConfigParseError('no "plugins" list (the runtime reads a .conflist as a list)');
   if (plugins !== undefined) {
     if (plugins.kind !== 'array') throw new ConfigParseError('"plugins" is not an array');
-    const scanned: ScannedConfig = { bytes, shape: 'conflist', root, plugins, types: plugins.items!.map((item) => typeOf(bytes, item)) };
+    const scanned: ScannedConfig = { bytes, shape: 'conflist', root, plugins, types: plugins.items!.map((item) => typeOf(bytes, item, 'sorted')) };
     const meta = metaOf(bytes, root, plugins);
     if (meta !== undefined) scanned.meta = meta;
     return scanned;
   }
-  const rootType = typeOf(bytes, root);
+  const rootType = typeOf(bytes, root, 'text');
   if (rootType !== undefined) {
     const meta = metaOf(bytes, root, undefined);
     return meta === undefined ? { bytes, shape: 'single', root, types: [], rootType } : { bytes, shape: 'single', root, types: [], rootType, meta };
   }
-  throw new ConfigParseError('neither a "plugins" list nor a plugin "type"');
+  throw new ConfigParseError(reading === 'single' ? 'no plugin "type" (the runtime reads a .conf or .json file as one plugin)' : 'neither a "plugins" list nor a plugin "type"');
 }
 
 // A scan's nodes live as long as its pass: the collection that ends a burst reduces memory, drops the

@@ -98,12 +98,17 @@ describe('byte-exact: what the primary wrote comes back exactly', () => {
     expect(plan.action === 'write' && plan.bytes.toString()).toBe('{"plugins":[{"type":"calico"},{"type":"p","args":[1e400,"a b",{"k":"\\" x"}]}]}');
   });
 
-  it('an empty plugins array, with or without whitespace', () => {
+  it('an empty plugins array is left as it is (libcni refuses it), and a list of ours alone is no network', () => {
+    // Patched, either would be a network of the chained plugin alone: the runtime would load it and
+    // fail every pod (test/cni/as-containerd-loads.test.ts holds this to containerd's own reading).
     for (const text of ['{"plugins":[]}', '{"plugins":[ \n ]}']) {
-      const out = written(text);
-      expect(JSON.parse(out.toString()).plugins).toEqual([pluginValue]);
-      expect(unwritten(out).toString()).toBe(text);
+      expect(planPatch(b(text), plugin)).toEqual({ action: 'invalid', reason: 'its "plugins" list is empty (libcni refuses it)' });
     }
+    const alone = `{"plugins":[${plugin.compact}]}`;
+    expect(planPatch(b(alone), plugin)).toEqual({ action: 'plugin-alone' });
+    expect(planPatch(b(`{"plugins":[{"type":${JSON.stringify(TYPE)}},${plugin.compact}]}`), plugin)).toEqual({ action: 'plugin-alone' });
+    // An earlier version's patch of an empty list still comes out to the byte.
+    expect(unwritten(b(alone)).toString()).toBe('{"plugins":[]}');
   });
 
   it('nesting 50,000 levels deep: patched and unpatched, no stack overflow', () => {

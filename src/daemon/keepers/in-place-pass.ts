@@ -6,7 +6,7 @@
 // removes, records and logs nothing itself: what a pass changes beyond the file it reads is data in
 // its outcome (pass-outcome.ts), applied by the book.
 import { planPatch } from '../../cni/conflist.js';
-import { isConfigName, parkedLinkOriginal } from '../../cni/names.js';
+import { isConfigName, libcniReading, parkedLinkOriginal } from '../../cni/names.js';
 import { ownerOf, readEntry, type EntryRead } from '../../fs/bounded-read.js';
 import { sha256 } from '../../fs/content-hash.js';
 import type { Dir } from '../../fs/dir.js';
@@ -114,7 +114,9 @@ export class InPlacePass {
     const digest = sha256(content);
     if (this.book.holdsOurWrite(record, digest)) return written(fileKey); // the event of our own write
 
-    const plan = planPatch(content, this.deps.plugin);
+    // Read as the runtime reads it: by the extension of its name in net.d (a link's, not its target's;
+    // a parked link's original). A meta-plugin's delegate, which Multus reads, by what it holds.
+    const plan = planPatch(content, this.deps.plugin, source.metaDelegate === true ? undefined : libcniReading(parkedLinkOriginal(name) ?? name));
     // What the pass looked at: where a meta-plugin delegates, and that a regular file in net.d leads
     // nowhere else (the target watches, symlink-targets.ts).
     if (source.metaDelegate !== true && source.dir.disk === netDir.disk) this.metaDelegates.planned(name, plan);

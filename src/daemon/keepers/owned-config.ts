@@ -18,8 +18,8 @@
 // - A primary that removes, renames or reverts our copy within milliseconds of each write (Cilium's
 //   cni.exclusive renames every other config to `.cilium_bak`) is a fight: the copy is written at the
 //   fight rule's backoff rate, and readiness names the cause and the fix.
-import { planPatch } from '../../cni/conflist.js';
-import { isLibcniName, isOwnedCopyName, ownedNameFor } from '../../cni/names.js';
+import { planPatch, PLUGIN_ALONE } from '../../cni/conflist.js';
+import { isLibcniName, isOwnedCopyName, libcniReading, ownedNameFor } from '../../cni/names.js';
 import { loadOrder, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { NAME_MAX } from '../../fs/temp-names.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
@@ -245,12 +245,12 @@ export class OwnedConfig implements ConfigKeeper, PassRunner<string> {
     try {
       if (read.kind === 'too-large') return problem('too-large', `primary ${primary.name}: ${read.size} bytes`);
       if (read.kind !== 'file') return problem('not-regular', `primary ${primary.name} is not a regular file`);
-      const plan = planPatch(read.bytes, this.deps.plugin);
+      const plan = planPatch(read.bytes, this.deps.plugin, libcniReading(primary.name));
       // A primary that already holds our plugin (left by in-place mode) is its own chained copy.
       const bytes = plan.action === 'write' ? plan.bytes : plan.action === 'none' ? read.bytes : undefined;
       if (bytes === undefined) {
         // Half-written or broken: the last good copy stays until the write that completes it.
-        const reason = plan.action === 'invalid' || plan.action === 'refuse' ? plan.reason : plan.action === 'plugin-alone' ? 'a config of the chained plugin alone is no network' : plan.action;
+        const reason = plan.action === 'invalid' || plan.action === 'refuse' ? plan.reason : plan.action === 'plugin-alone' ? PLUGIN_ALONE : plan.action;
         return problem('invalid', `primary ${primary.name}: ${reason}`);
       }
       // A new file, not a rewrite: the primary's owner and labels, and its mode without execute and

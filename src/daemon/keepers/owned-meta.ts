@@ -2,7 +2,7 @@
 // (docs/design.md, Neighbours): Multus runs its delegate, never our copy, so the plugin must reach
 // the delegate. An embedded delegate is chained in place, byte-exact (cni/meta-plugin.ts); a
 // delegate named by path must be our copy, or the pods Multus wires are not meshed.
-import { planPatch } from '../../cni/conflist.js';
+import { planPatch, PLUGIN_ALONE } from '../../cni/conflist.js';
 import { scanConfig } from '../../cni/scan-config.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { writeFileAtomic } from '../../fs/atomic-write.js';
@@ -52,7 +52,7 @@ export async function keepMeta(deps: KeeperDeps, dir: Dir, name: string, read: E
       return problem('error', delegation.kind === 'name' ? delegationProblem.byName(delegation.name, copyPath) : delegationProblem.noDelegate);
     }
     case 'plugin-alone':
-      return problem('error', 'a config of the chained plugin alone is no network: remove it');
+      return problem('error', `${PLUGIN_ALONE}: remove it`);
     default:
       return problem(plan.action === 'invalid' ? 'invalid' : 'error', plan.reason);
   }

@@ -2,7 +2,7 @@
 // plan (conflist.ts planPatch) and what the pass knows of the file. Pure: no I/O and no state; the
 // pass (in-place-pass.ts) reads before it and acts after it, and the table is its unit test
 // (test/daemon/plan-config.test.ts).
-import type { PatchPlan } from '../../cni/conflist.js';
+import { PLUGIN_ALONE, type PatchPlan } from '../../cni/conflist.js';
 import { delegationProblem } from '../../cni/meta-plugin.js';
 import { conflistName, parkedLinkOriginal } from '../../cni/names.js';
 import { CHAINED, problem, quiet, type PassOutcome, type Removal } from './pass-outcome.js';
@@ -76,7 +76,7 @@ export function planConfig(plan: PatchPlan, facts: ConfigFacts): ConfigStep {
  */
 function pluginAlone(facts: ConfigFacts): ConfigStep {
   if (facts.name !== INTERFACE_MODE_LEFTOVER || !facts.plainInNetDir) {
-    return { kind: 'outcome', outcome: problem('error', "a config of the chained plugin alone is no network (left by linkerd-cni's interface mode?): remove it") };
+    return { kind: 'outcome', outcome: problem('error', `${PLUGIN_ALONE} (left by linkerd-cni's interface mode?): remove it`) };
   }
   return { kind: 'remove', removed: { file: facts.name, why: "removed linkerd-cni's interface-mode config, as linkerd's installer does: the plugin alone is no network, and the runtime would load it first" } };
 }

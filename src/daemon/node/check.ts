@@ -3,9 +3,9 @@ import path from 'node:path';
 import type { Config } from '../../config.js';
 import { statSync, type Stats } from 'node:fs';
 import { type ChainedPlugin } from '../../cni/chained-plugin.js';
-import { chainState, planPatch } from '../../cni/conflist.js';
+import { chainState, EMPTY_LIST, noNetwork, planPatch, PLUGIN_ALONE } from '../../cni/conflist.js';
 import { ConfigParseError, scanConfig } from '../../cni/scan-config.js';
-import { compareNames, isLibcniName, isOwnedCopyName } from '../../cni/names.js';
+import { compareNames, isLibcniName, isOwnedCopyName, libcniReading, type LibcniReading } from '../../cni/names.js';
 import { loadedConfig, primaryConfig, type ConfigEntry } from '../../cni/runtime-load.js';
 import { binaryShortfall } from './plugin-binary.js';
 import { readEntry } from '../../fs/bounded-read.js';
@@ -58,13 +58,15 @@ function readHostFile(root: HostRoot, file: string, maxBytes: number): Buffer | 
 }
 
 /** Whether `bytes` chain the plugin: a meta-plugin config (Multus) by its delegate (cni/meta-plugin.ts). */
-function stateOfBytes(root: HostRoot, bytes: Buffer, plugin: ChainedPlugin, maxBytes: number, viaMeta = false): State {
+function stateOfBytes(root: HostRoot, bytes: Buffer, plugin: ChainedPlugin, maxBytes: number, viaMeta = false, reading?: LibcniReading): State {
   try {
-    const config = scanConfig(bytes);
+    const config = scanConfig(bytes, reading);
     if (config.meta !== undefined) {
       if (viaMeta) return { state: 'unresolved', detail: delegationProblem.nested };
       return { ...metaState(root, config.meta, bytes, plugin, maxBytes), meta: true };
     }
+    const none = noNetwork(config, plugin);
+    if (none !== undefined) return { state: 'invalid', detail: none === 'empty' ? EMPTY_LIST : PLUGIN_ALONE };
     const state = config.shape === 'single' ? 'not-chained' : chainState(config, plugin);
     if (state === 'stale-plugin') return { state, detail: 'holds the plugin, but not as configured or not last' };
     return { state };
@@ -98,10 +100,11 @@ function withDetail(state: State, detail: string): State {
   return { ...state, detail: state.detail === undefined ? detail : `${detail}: ${state.detail}` };
 }
 
-function stateOf(root: HostRoot, file: string | undefined, plugin: ChainedPlugin, maxBytes: number): State {
+/** A config of net.d, read as the runtime reads its `name`. */
+function stateOf(root: HostRoot, name: string, file: string | undefined, plugin: ChainedPlugin, maxBytes: number): State {
   if (file === undefined) return { state: 'unresolved' };
   const bytes = readHostFile(root, file, maxBytes);
-  return Buffer.isBuffer(bytes) ? stateOfBytes(root, bytes, plugin, maxBytes) : bytes;
+  return Buffer.isBuffer(bytes) ? stateOfBytes(root, bytes, plugin, maxBytes, false, libcniReading(name)) : bytes;
 }
 
 /**
@@ -159,7 +162,7 @@ export function inspectNode(root: HostRoot, config: CheckConfig, plugin: Chained
         name: c.name,
         loaded: c.name === loaded,
         symlink: c.symlink,
-        ...(c.undecodable === true ? { state: 'unresolved', detail: 'name is not valid UTF-8: cni-chainer cannot open it' } : stateOf(root, c.file, plugin, config.maxConfigBytes)),
+        ...(c.undecodable === true ? { state: 'unresolved', detail: 'name is not valid UTF-8: cni-chainer cannot open it' } : stateOf(root, c.name, c.file, plugin, config.maxConfigBytes)),
       }),
     );
   // Multus' shim with no network named: its daemon runs the first other config the runtime could load.
@@ -195,7 +198,7 @@ function checkOwnedCopy(root: HostRoot, config: CheckConfig, plugin: ChainedPlug
   const primaryBytes = readHostFile(root, primaryFile, config.maxConfigBytes);
   const copyBytes = readHostFile(root, byName.get(copy.name)!.file!, config.maxConfigBytes);
   if (!Buffer.isBuffer(primaryBytes) || !Buffer.isBuffer(copyBytes)) return;
-  const plan = planPatch(primaryBytes, plugin);
+  const plan = planPatch(primaryBytes, plugin, libcniReading(primary.name));
   const expected = plan.action === 'write' ? plan.bytes : plan.action === 'none' ? primaryBytes : undefined;
   if (expected !== undefined && !expected.equals(copyBytes)) {
     copy.state = 'stale-copy';
