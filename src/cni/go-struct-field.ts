@@ -4,7 +4,7 @@
 // field as it was. libcni decodes a single-plugin `.conf` straight from its text; a list's plugins it
 // decodes into maps first and encodes again (libcni/conf.go, NetworkConfFromBytes), which keeps the
 // last member of each exact key and writes the keys sorted. Pure.
-import { decodeString, type JsonMember, type JsonNode } from './json-spans.js';
+import { decodeString, foldKey, type JsonMember, type JsonNode } from './json-spans.js';
 
 /** The order in which Go sets the field from the members: the text's, or a map's sorted keys. */
 export type MemberOrder = 'text' | 'sorted';
@@ -18,8 +18,8 @@ function keyFolds(bytes: Uint8Array, member: JsonMember, field: string): boolean
   let mismatch = !sameLength;
   for (let j = keyStart + 1; j < keyEnd - 1; j++) {
     const c = bytes[j]!;
-    // Escapes or non-ASCII: decoded below, with Go's simple folds (the long s to s, the Kelvin sign to k).
-    if (c >= 0x80 || c === BACKSLASH) return decodeString(bytes, keyStart, keyEnd).toLowerCase().replace(/\u017f/g, 's') === field;
+    // Escapes or non-ASCII: decoded and folded as Go folds keys (json-spans.ts foldKey).
+    if (c >= 0x80 || c === BACKSLASH) return foldKey(decodeString(bytes, keyStart, keyEnd)) === field;
     if (mismatch) continue;
     // A letter in either case: bit 0x20 tells them apart. Anything else cannot fold to a letter.
     const isLetter = (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);

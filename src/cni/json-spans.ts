@@ -264,7 +264,7 @@ export function lastMember(bytes: Uint8Array, node: JsonNode, key: string): Json
 }
 
 /** Go's case folding of a key, as encoding/json matches struct fields (bytes.EqualFold's simple folds). */
-function foldKey(key: string): string {
+export function foldKey(key: string): string {
   return key.toLowerCase().replace(/\u017f/g, 's');
 }
 
